@@ -1,0 +1,201 @@
+package config
+
+import (
+	"crypto/tls"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// TLSParams is the Go form of the kroxylicious.io TLS options.
+type TLSParams struct {
+	// MinVersion and MaxVersion are tls.VersionTLS12 or tls.VersionTLS13.
+	MinVersion, MaxVersion uint16
+	// CipherSuites are the TLS 1.2 cipher suites, in preference order; nil means Go's defaults.
+	CipherSuites []uint16
+}
+
+// Apply sets the versions and cipher suites on c.
+func (p TLSParams) Apply(c *tls.Config) {
+	c.MinVersion = p.MinVersion
+	c.MaxVersion = p.MaxVersion
+	c.CipherSuites = p.CipherSuites
+}
+
+// Java protocol names. Go cannot negotiate below TLS 1.2 here, so the older names may be
+// disabled (a no-op) but never enabled.
+var protocolNames = map[string]uint16{
+	"SSLv2Hello": 0x0002, "SSLv3": tls.VersionSSL30, "TLSv1": tls.VersionTLS10, "TLSv1.1": tls.VersionTLS11,
+	"TLSv1.2": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13,
+}
+
+// scsv is the JSSE pseudo cipher suite for secure renegotiation; Go always behaves as if it were on.
+const scsv = "TLS_EMPTY_RENEGOTIATION_INFO_SCSV"
+
+func cipherByName(name string) (*tls.CipherSuite, bool) {
+	// JSSE spells some legacy suites with an SSL_ prefix where IANA (and Go) say TLS_.
+	if strings.HasPrefix(name, "SSL_") {
+		name = "TLS_" + strings.TrimPrefix(name, "SSL_")
+	}
+	for _, list := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {
+		for _, cs := range list {
+			if cs.Name == name {
+				return cs, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func supports(cs *tls.CipherSuite, v uint16) bool {
+	for _, s := range cs.SupportedVersions {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ResolveTLSOptions maps the kroxylicious.io/{enabled,disabled}-{protocols,cipher-suites}
+// options (comma-separated JSSE names) to Go TLS settings. Anything Go cannot honour exactly
+// is an error rather than silently ignored: an unknown key or name, enabling a protocol below
+// TLS 1.2, or restricting TLS 1.3 cipher suites individually (Go always enables all three).
+// Enabling only TLS 1.2 suites turns TLS 1.3 off, as JSSE would.
+func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
+	for k := range opts {
+		switch k {
+		case OptionEnabledProtocols, OptionDisabledProtocols, OptionEnabledCipherSuites, OptionDisabledCipherSuites:
+		default:
+			return TLSParams{}, fmt.Errorf("unknown option %q", k)
+		}
+	}
+	versions := map[uint16]bool{tls.VersionTLS12: true, tls.VersionTLS13: true}
+	if v, ok := opts[OptionEnabledProtocols]; ok {
+		versions = map[uint16]bool{}
+		for _, n := range splitList(v) {
+			ver, ok := protocolNames[n]
+			if !ok {
+				return TLSParams{}, fmt.Errorf("%s: unknown protocol %q (known: TLSv1.2, TLSv1.3)", OptionEnabledProtocols, n)
+			}
+			if ver < tls.VersionTLS12 {
+				return TLSParams{}, fmt.Errorf("%s: %s is below the minimum TLS 1.2", OptionEnabledProtocols, n)
+			}
+			versions[ver] = true
+		}
+	}
+	for _, n := range splitList(opts[OptionDisabledProtocols]) {
+		ver, ok := protocolNames[n]
+		if !ok {
+			return TLSParams{}, fmt.Errorf("%s: unknown protocol %q", OptionDisabledProtocols, n)
+		}
+		delete(versions, ver)
+	}
+
+	tls13 := tls.CipherSuites() // filtered below to the TLS 1.3 ones
+	var all13 []uint16
+	for _, cs := range tls13 {
+		if supports(cs, tls.VersionTLS13) {
+			all13 = append(all13, cs.ID)
+		}
+	}
+	var suites12 []uint16
+	explicit := false
+	if v, ok := opts[OptionEnabledCipherSuites]; ok {
+		explicit = true
+		seen13 := map[uint16]bool{}
+		for _, n := range splitList(v) {
+			if n == scsv {
+				continue
+			}
+			cs, ok := cipherByName(n)
+			if !ok {
+				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionEnabledCipherSuites, n)
+			}
+			if supports(cs, tls.VersionTLS13) {
+				seen13[cs.ID] = true
+				continue
+			}
+			suites12 = append(suites12, cs.ID)
+		}
+		if versions[tls.VersionTLS13] {
+			switch {
+			case len(seen13) == 0:
+				// JSSE with no TLS 1.3 suite enabled cannot negotiate TLS 1.3.
+				delete(versions, tls.VersionTLS13)
+			case len(seen13) != len(all13):
+				return TLSParams{}, fmt.Errorf("%s: Go cannot enable TLS 1.3 cipher suites individually; list all of %s or none", OptionEnabledCipherSuites, names(all13))
+			}
+		}
+		if len(suites12) == 0 {
+			delete(versions, tls.VersionTLS12)
+		}
+	}
+	if v, ok := opts[OptionDisabledCipherSuites]; ok {
+		if !explicit {
+			for _, cs := range tls.CipherSuites() {
+				if supports(cs, tls.VersionTLS12) {
+					suites12 = append(suites12, cs.ID)
+				}
+			}
+		}
+		for _, n := range splitList(v) {
+			if n == scsv {
+				continue
+			}
+			cs, ok := cipherByName(n)
+			if !ok {
+				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionDisabledCipherSuites, n)
+			}
+			if supports(cs, tls.VersionTLS13) {
+				if versions[tls.VersionTLS13] {
+					return TLSParams{}, fmt.Errorf("%s: Go cannot disable the TLS 1.3 cipher suite %s individually; disable TLSv1.3 instead", OptionDisabledCipherSuites, n)
+				}
+				continue
+			}
+			out := suites12[:0]
+			for _, id := range suites12 {
+				if id != cs.ID {
+					out = append(out, id)
+				}
+			}
+			suites12 = out
+		}
+		if len(suites12) == 0 {
+			delete(versions, tls.VersionTLS12)
+		}
+	}
+	if len(versions) == 0 {
+		return TLSParams{}, fmt.Errorf("the options leave no TLS protocol version enabled (TLS 1.2 needs at least one TLS 1.2 cipher suite)")
+	}
+	p := TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS12}
+	for v := range versions {
+		p.MinVersion = min(p.MinVersion, v)
+		p.MaxVersion = max(p.MaxVersion, v)
+	}
+	if p.MinVersion > p.MaxVersion {
+		p.MaxVersion = p.MinVersion
+	}
+	if p.MinVersion == tls.VersionTLS12 {
+		p.CipherSuites = suites12
+	}
+	return p, nil
+}
+
+func names(ids []uint16) string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, tls.CipherSuiteName(id))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
