@@ -1,0 +1,227 @@
+package kafka
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Pending is a request forwarded upstream whose response has not been relayed yet, or a
+// response the proxy answers itself (Local), queued in order so responses stay in order.
+type Pending struct {
+	Key, Version  int16
+	CorrelationID int32
+	// Local, when set, is a complete response frame to write instead of reading one upstream.
+	Local []byte
+}
+
+// Stats receives per-frame counts; it is called from the relay goroutines.
+type Stats interface {
+	// Rewrote counts addresses rewritten in one response of key.
+	Rewrote(key int16, n int)
+}
+
+// ErrSaslHandshakeV0 is returned for SaslHandshake v0, after which SASL tokens flow without
+// Kafka framing: the proxy could no longer find frame boundaries and must not guess.
+var ErrSaslHandshakeV0 = errors.New("SaslHandshake v0 (unframed SASL tokens) is not supported; clients use v1 with SaslAuthenticate")
+
+// peekLimit bounds how much of a Produce request is inspected to find acks.
+const peekLimit = 64 << 10
+
+// CopyRequests relays request frames from the client (src) to the broker (dst) until src
+// ends or fails. For every request that gets a response it queues a Pending before
+// forwarding it; Produce with acks=0 gets no response and is not queued, so nothing leaks.
+// An ApiVersions request newer than the proxy's is answered locally and not forwarded.
+// beforeRead, if set, runs before each blocking read (idle deadlines, drain checks).
+// CopyRequests closes pending when it returns.
+func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error) (err error) {
+	defer close(pending)
+	for {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+			if beforeRead != nil {
+				if err := beforeRead(); err != nil {
+					return err
+				}
+			}
+		}
+		hdr, err := src.Peek(12)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(hdr) == 0 {
+				return io.EOF
+			}
+			if errors.Is(err, io.EOF) {
+				return malformed("request cut short")
+			}
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(hdr))
+		if size < 8 || size > maxFrame {
+			return malformed("request size %d outside 8..%d", size, maxFrame)
+		}
+		key := int16(binary.BigEndian.Uint16(hdr[4:]))
+		version := int16(binary.BigEndian.Uint16(hdr[6:]))
+		corr := int32(binary.BigEndian.Uint32(hdr[8:]))
+		total := int64(size) + 4
+
+		switch {
+		case key == KeyApiVersions && version > MaxVersion(KeyApiVersions):
+			if _, err := src.Discard(int(total)); err != nil {
+				return err
+			}
+			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Local: UnsupportedApiVersions(corr)}
+			continue
+		case key == KeySaslHandshake && version == 0:
+			return ErrSaslHandshakeV0
+		case NeedsRewrite(key, version) && version > MaxVersion(key):
+			return fmt.Errorf("%s v%d is newer than the proxy can rewrite (v%d); the client ignored ApiVersions", kmsg.NameForKey(key), version, MaxVersion(key))
+		}
+
+		respond := true
+		if key == KeyProduce {
+			n := int(min(total, peekLimit, int64(src.Size())))
+			b, err := src.Peek(n)
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return malformed("request cut short")
+				}
+				return err
+			}
+			acks, ok, err := ProduceAcks(version, b[4:])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return malformed("Produce request without acks in its first %d bytes", n)
+			}
+			respond = acks != 0
+		}
+		if respond {
+			pending <- Pending{Key: key, Version: version, CorrelationID: corr}
+		}
+		if _, err := io.CopyN(dst, src, total); err != nil {
+			if errors.Is(err, io.EOF) {
+				return malformed("request cut short")
+			}
+			return err
+		}
+	}
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// maxPooled keeps huge frames' buffers out of the pool.
+const maxPooled = 4 << 20
+
+// CopyResponses relays response frames from the broker (src) to the client (dst), one per
+// Pending in order, checking correlation ids. Responses that carry addresses are read whole,
+// rewritten with m and re-framed; all others are copied through in chunks. It returns nil
+// when pending is closed and drained.
+func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats) error {
+	for {
+		var p Pending
+		var ok bool
+		select {
+		case p, ok = <-pending:
+		default:
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+			p, ok = <-pending
+		}
+		if !ok {
+			return dst.Flush()
+		}
+		if p.Local != nil {
+			if _, err := dst.Write(p.Local); err != nil {
+				return err
+			}
+			continue
+		}
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+		}
+		hdr, err := src.Peek(8)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("broker closed the connection with %s (correlation id %d) unanswered", kmsg.NameForKey(p.Key), p.CorrelationID)
+			}
+			return err
+		}
+		size := int32(binary.BigEndian.Uint32(hdr))
+		corr := int32(binary.BigEndian.Uint32(hdr[4:]))
+		if size < 4 || size > maxFrame {
+			return malformed("response size %d outside 4..%d", size, maxFrame)
+		}
+		if corr != p.CorrelationID {
+			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
+		}
+		total := int64(size) + 4
+		if !NeedsRewrite(p.Key, p.Version) {
+			if _, err := io.CopyN(dst, src, total); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := rewriteOne(src, dst, p, int(total), m, stats); err != nil {
+			return err
+		}
+	}
+}
+
+func rewriteOne(src *bufio.Reader, dst *bufio.Writer, p Pending, total int, m AddressMap, stats Stats) error {
+	bp := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooled {
+			bufPool.Put(bp)
+		}
+	}()
+	in := *bp
+	if cap(in) < total {
+		in = make([]byte, total)
+	}
+	in = in[:total]
+	if _, err := io.ReadFull(src, in); err != nil {
+		return err
+	}
+	ob := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*ob) <= maxPooled {
+			bufPool.Put(ob)
+		}
+	}()
+	var out []byte
+	var err error
+	n := 0
+	if p.Key == KeyApiVersions {
+		out, err = RewriteApiVersions(append((*ob)[:0], 0, 0, 0, 0), p.Version, in[4:])
+	} else {
+		out, n, err = RewriteResponse(append((*ob)[:0], 0, 0, 0, 0), p.Key, p.Version, in[4:], m)
+	}
+	if out != nil {
+		*ob = out[:0]
+	}
+	if err != nil {
+		return err
+	}
+	if out == nil {
+		_, err = dst.Write(in)
+	} else {
+		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+		_, err = dst.Write(out)
+		if stats != nil && n > 0 {
+			stats.Rewrote(p.Key, n)
+		}
+	}
+	*bp = in[:0]
+	return err
+}

@@ -1,0 +1,325 @@
+// Package kafka holds the Kafka-protocol core of kafkalink-proxy: request framing, the
+// pending-request tracking, and the rewriting of the few responses that carry broker
+// addresses. It works on byte slices and buffered streams only; it owns no sockets.
+//
+// Only responses whose API key carries addresses are decoded (with franz-go's kmsg):
+// Metadata (3), FindCoordinator (10), DescribeCluster (60), Produce v10+ (0) and Fetch v16+
+// (1) node endpoints, ShareFetch (78) and ShareAcknowledge (79). ApiVersions (18) is
+// intersected with what kmsg can decode. Every other frame is copied through untouched.
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// API keys the proxy handles itself.
+const (
+	KeyProduce          int16 = 0
+	KeyFetch            int16 = 1
+	KeyMetadata         int16 = 3
+	KeyFindCoordinator  int16 = 10
+	KeySaslHandshake    int16 = 17
+	KeyApiVersions      int16 = 18
+	KeyDescribeCluster  int16 = 60
+	KeyShareFetch       int16 = 78
+	KeyShareAcknowledge int16 = 79
+)
+
+// ErrUnsupportedVersion is the Kafka error code UNSUPPORTED_VERSION.
+const ErrUnsupportedVersion int16 = 35
+
+// maxKey bounds the lookup tables; kmsg knows keys well below it.
+const maxKey = 128
+
+var (
+	// maxVersion[k] is kmsg's highest version of key k, or -1 when kmsg does not know k.
+	maxVersion [maxKey]int16
+	// firstFlexible[k] is the first flexible version of key k (header v2 requests, v1 responses).
+	firstFlexible [maxKey]int16
+)
+
+func init() {
+	for k := int16(0); k < maxKey; k++ {
+		maxVersion[k] = -1
+		firstFlexible[k] = 1 << 14
+		req := kmsg.RequestForKey(k)
+		if req == nil {
+			continue
+		}
+		maxVersion[k] = req.MaxVersion()
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				firstFlexible[k] = v
+				break
+			}
+		}
+	}
+}
+
+// MaxVersion returns the highest version of key the proxy can decode, or -1 if none.
+func MaxVersion(key int16) int16 {
+	if key < 0 || key >= maxKey {
+		return -1
+	}
+	return maxVersion[key]
+}
+
+// Flexible reports whether key at version uses flexible (tagged) encoding.
+func Flexible(key, version int16) bool {
+	if key < 0 || key >= maxKey {
+		return false
+	}
+	return version >= firstFlexible[key]
+}
+
+// NeedsRewrite reports whether the response to key at version must be decoded and rewritten.
+func NeedsRewrite(key, version int16) bool {
+	switch key {
+	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions:
+		return true
+	case KeyProduce:
+		return version >= 10
+	case KeyFetch:
+		return version >= 16
+	}
+	return false
+}
+
+// AddressMap is called for every broker address found in a response: it learns the
+// upstream address of nodeID and returns the address to advertise instead.
+type AddressMap func(nodeID int32, host string, port int32) (string, int32)
+
+// ErrMalformed wraps every error caused by bytes that are not valid Kafka.
+var ErrMalformed = errors.New("malformed Kafka frame")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+// responseHeaderLen returns the length of the response header at the start of frame
+// (the bytes after the size): the correlation id, plus tagged fields on flexible responses
+// (ApiVersions responses always have the old header, so clients can parse errors).
+func responseHeaderLen(key, version int16, frame []byte) (int, error) {
+	if len(frame) < 4 {
+		return 0, malformed("response shorter than a correlation id")
+	}
+	if key == KeyApiVersions || !Flexible(key, version) {
+		return 4, nil
+	}
+	n, err := skipTags(frame[4:])
+	if err != nil {
+		return 0, err
+	}
+	return 4 + n, nil
+}
+
+// skipTags returns the length of a tagged-field section at the start of b.
+func skipTags(b []byte) (int, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, malformed("bad tag count")
+	}
+	off := n
+	for i := uint64(0); i < count; i++ {
+		_, n := binary.Uvarint(b[off:])
+		if n <= 0 {
+			return 0, malformed("bad tag key")
+		}
+		off += n
+		size, n := binary.Uvarint(b[off:])
+		if n <= 0 || size > uint64(len(b)-off-n) {
+			return 0, malformed("bad tag size")
+		}
+		off += n + int(size)
+	}
+	return off, nil
+}
+
+// RewriteResponse rewrites the broker addresses in one response frame (the bytes after the
+// 4-byte size, starting with the correlation id) for a request of key at version. It appends
+// the new frame, without size, to dst and returns it with the number of addresses rewritten.
+// When nothing needs to change it returns a nil slice, and the caller forwards the original.
+func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
+	if !NeedsRewrite(key, version) || key == KeyApiVersions {
+		return nil, 0, nil
+	}
+	if version > MaxVersion(key) || version < 0 {
+		return nil, 0, fmt.Errorf("cannot decode %s v%d: the proxy knows up to v%d", kmsg.NameForKey(key), version, MaxVersion(key))
+	}
+	hl, err := responseHeaderLen(key, version, frame)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp := kmsg.ResponseForKey(key)
+	resp.SetVersion(version)
+	// Unsafe strings point into frame; everything is re-encoded before frame is reused, and
+	// AddressMap implementations copy what they keep.
+	if err := resp.(kmsg.UnsafeReadFrom).UnsafeReadFrom(frame[hl:]); err != nil {
+		return nil, 0, malformed("%s v%d: %v", kmsg.NameForKey(key), version, err)
+	}
+	n := 0
+	rw := func(id int32, host *string, port *int32) {
+		if id < 0 {
+			return
+		}
+		*host, *port = m(id, *host, *port)
+		n++
+	}
+	switch r := resp.(type) {
+	case *kmsg.MetadataResponse:
+		for i := range r.Brokers {
+			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	case *kmsg.DescribeClusterResponse:
+		for i := range r.Brokers {
+			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	case *kmsg.FindCoordinatorResponse:
+		if version < 4 {
+			if r.ErrorCode == 0 {
+				rw(r.NodeID, &r.Host, &r.Port)
+			}
+		}
+		for i := range r.Coordinators {
+			rw(r.Coordinators[i].NodeID, &r.Coordinators[i].Host, &r.Coordinators[i].Port)
+		}
+	case *kmsg.ProduceResponse:
+		for i := range r.Brokers {
+			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	case *kmsg.FetchResponse:
+		for i := range r.Brokers {
+			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
+		}
+	case *kmsg.ShareFetchResponse:
+		for i := range r.NodeEndpoints {
+			rw(r.NodeEndpoints[i].NodeID, &r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port)
+		}
+	case *kmsg.ShareAcknowledgeResponse:
+		for i := range r.NodeEndpoints {
+			rw(r.NodeEndpoints[i].NodeID, &r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port)
+		}
+	}
+	if n == 0 {
+		return nil, 0, nil
+	}
+	dst = append(dst, frame[:hl]...)
+	dst = resp.AppendTo(dst)
+	return dst, n, nil
+}
+
+// RewriteApiVersions intersects an ApiVersions response frame (after the size) with the
+// versions the proxy can decode: unknown keys are dropped and every maximum is capped at
+// kmsg's. A response with UNSUPPORTED_VERSION is in v0 form whatever the request version.
+// It appends the new frame to dst.
+func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error) {
+	if len(frame) < 6 {
+		return nil, malformed("ApiVersions response too short")
+	}
+	if version > MaxVersion(KeyApiVersions) || version < 0 {
+		return nil, fmt.Errorf("cannot decode ApiVersions v%d", version)
+	}
+	if int16(binary.BigEndian.Uint16(frame[4:])) == ErrUnsupportedVersion {
+		version = 0
+	}
+	var r kmsg.ApiVersionsResponse
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[4:]); err != nil {
+		return nil, malformed("ApiVersions v%d: %v", version, err)
+	}
+	keys := r.ApiKeys[:0]
+	for _, k := range r.ApiKeys {
+		mv := MaxVersion(k.ApiKey)
+		if mv < 0 {
+			continue
+		}
+		k.MaxVersion = min(k.MaxVersion, mv)
+		if k.MinVersion > k.MaxVersion {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	r.ApiKeys = keys
+	dst = append(dst, frame[:4]...)
+	return r.AppendTo(dst), nil
+}
+
+// UnsupportedApiVersions returns the complete frame (size included) answering an
+// ApiVersions request newer than the proxy's: UNSUPPORTED_VERSION in v0 form, listing the
+// ApiVersions versions the proxy speaks, as a broker does.
+func UnsupportedApiVersions(correlationID int32) []byte {
+	r := kmsg.ApiVersionsResponse{Version: 0, ErrorCode: ErrUnsupportedVersion,
+		ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyApiVersions, MinVersion: 0, MaxVersion: MaxVersion(KeyApiVersions)}}}
+	b := make([]byte, 8, 32)
+	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
+	b = r.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// ProduceAcks returns the acks field of a Produce request frame (the bytes after the size;
+// only the start is needed). ok is false when the bytes given end before acks.
+func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
+	if len(frame) < 10 {
+		return 0, false, nil
+	}
+	off := 8
+	// Request header v1 and v2 both carry client_id as a classic nullable string.
+	cl := int16(binary.BigEndian.Uint16(frame[off:]))
+	off += 2
+	if cl > 0 {
+		off += int(cl)
+	} else if cl < -1 {
+		return 0, false, malformed("negative client id length")
+	}
+	flexible := Flexible(KeyProduce, version)
+	if flexible {
+		if off >= len(frame) {
+			return 0, false, nil
+		}
+		n, err := skipTags(frame[off:])
+		if err != nil {
+			// The tags may continue beyond the bytes given.
+			if len(frame) < 64<<10 {
+				return 0, false, nil
+			}
+			return 0, false, err
+		}
+		off += n
+	}
+	if version >= 3 { // transactional_id
+		if off >= len(frame) {
+			return 0, false, nil
+		}
+		if flexible {
+			l, n := binary.Uvarint(frame[off:])
+			if n <= 0 {
+				return 0, false, malformed("bad transactional id length")
+			}
+			off += n
+			if l > 0 {
+				off += int(l - 1)
+			}
+		} else {
+			if off+2 > len(frame) {
+				return 0, false, nil
+			}
+			l := int16(binary.BigEndian.Uint16(frame[off:]))
+			off += 2
+			if l > 0 {
+				off += int(l)
+			} else if l < -1 {
+				return 0, false, malformed("negative transactional id length")
+			}
+		}
+	}
+	if off < 0 || off+2 > len(frame) {
+		return 0, false, nil
+	}
+	return int16(binary.BigEndian.Uint16(frame[off:])), true, nil
+}

@@ -1,0 +1,404 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// frameResponse encodes resp with a response header (correlation id 7, tagged fields when flexible), without size.
+func frameResponse(resp kmsg.Response) []byte {
+	b := binary.BigEndian.AppendUint32(nil, 7)
+	if resp.IsFlexible() && resp.Key() != KeyApiVersions {
+		b = append(b, 0)
+	}
+	return resp.AppendTo(b)
+}
+
+func testMap(id int32, host string, port int32) (string, int32) {
+	return fmt.Sprintf("vc-broker-%d.example.com", id), 9292
+}
+
+// sampleResponse builds a response of key at version with upstream addresses in every field the proxy rewrites.
+func sampleResponse(key, version int16) kmsg.Response {
+	rack := "r1"
+	switch key {
+	case KeyMetadata:
+		r := kmsg.NewPtrMetadataResponse()
+		r.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: "10.0.0.1", Port: 9092, Rack: &rack}, {NodeID: 1, Host: "10.0.0.2", Port: 9093}}
+		t := kmsg.NewMetadataResponseTopic()
+		t.Topic = kmsg.StringPtr("orders")
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Replicas = []int32{0, 1}
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		r.ClusterID = kmsg.StringPtr("cluster")
+		r.SetVersion(version)
+		return r
+	case KeyDescribeCluster:
+		r := kmsg.NewPtrDescribeClusterResponse()
+		r.ClusterID = "cluster"
+		r.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: 0, Host: "10.0.0.1", Port: 9092}, {NodeID: 2, Host: "10.0.0.3", Port: 9094, Rack: &rack}}
+		r.SetVersion(version)
+		return r
+	case KeyFindCoordinator:
+		r := kmsg.NewPtrFindCoordinatorResponse()
+		r.NodeID, r.Host, r.Port = 1, "10.0.0.2", 9093
+		r.Coordinators = []kmsg.FindCoordinatorResponseCoordinator{
+			{Key: "g1", NodeID: 1, Host: "10.0.0.2", Port: 9093},
+			{Key: "g2", NodeID: -1, Host: "", Port: -1, ErrorCode: 15}, // COORDINATOR_NOT_AVAILABLE: skipped
+		}
+		r.SetVersion(version)
+		return r
+	case KeyProduce:
+		r := kmsg.NewPtrProduceResponse()
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic = "orders"
+		p := kmsg.NewProduceResponseTopicPartition()
+		p.ErrorCode = 6 // NOT_LEADER_OR_FOLLOWER
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		r.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 2, Host: "10.0.0.3", Port: 9094}}
+		r.SetVersion(version)
+		return r
+	case KeyFetch:
+		r := kmsg.NewPtrFetchResponse()
+		t := kmsg.NewFetchResponseTopic()
+		t.TopicID = [16]byte{1, 2, 3}
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.ErrorCode = 6
+		p.RecordBatches = []byte("opaque record batches")
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093, Rack: &rack}}
+		r.SetVersion(version)
+		return r
+	case KeyShareFetch:
+		r := kmsg.NewPtrShareFetchResponse()
+		r.NodeEndpoints = []kmsg.ShareFetchResponseNodeEndpoint{{NodeID: 0, Host: "10.0.0.1", Port: 9092}}
+		r.SetVersion(version)
+		return r
+	case KeyShareAcknowledge:
+		r := kmsg.NewPtrShareAcknowledgeResponse()
+		r.NodeEndpoints = []kmsg.ShareAcknowledgeResponseNodeEndpoint{{NodeID: 0, Host: "10.0.0.1", Port: 9092}}
+		r.SetVersion(version)
+		return r
+	}
+	panic("no sample for key")
+}
+
+// firstRewritten is the first version of each rewritten API whose responses carry addresses.
+var firstRewritten = map[int16]int16{KeyMetadata: 0, KeyDescribeCluster: 0, KeyFindCoordinator: 0, KeyProduce: 10, KeyFetch: 16, KeyShareFetch: 0, KeyShareAcknowledge: 0}
+
+// addresses lists every broker address in an encoded response (header included).
+func addresses(t *testing.T, key, version int16, frame []byte) []string {
+	t.Helper()
+	hl, err := responseHeaderLen(key, version, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := kmsg.ResponseForKey(key)
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[hl:]); err != nil {
+		t.Fatalf("decoding rewritten %s v%d: %v", kmsg.NameForKey(key), version, err)
+	}
+	var out []string
+	add := func(id int32, h string, p int32) { out = append(out, fmt.Sprintf("%d=%s:%d", id, h, p)) }
+	switch r := r.(type) {
+	case *kmsg.MetadataResponse:
+		for _, b := range r.Brokers {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	case *kmsg.DescribeClusterResponse:
+		for _, b := range r.Brokers {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	case *kmsg.FindCoordinatorResponse:
+		if version < 4 {
+			add(r.NodeID, r.Host, r.Port)
+		}
+		for _, c := range r.Coordinators {
+			add(c.NodeID, c.Host, c.Port)
+		}
+	case *kmsg.ProduceResponse:
+		for _, b := range r.Brokers {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	case *kmsg.FetchResponse:
+		for _, b := range r.Brokers {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	case *kmsg.ShareFetchResponse:
+		for _, b := range r.NodeEndpoints {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	case *kmsg.ShareAcknowledgeResponse:
+		for _, b := range r.NodeEndpoints {
+			add(b.NodeID, b.Host, b.Port)
+		}
+	}
+	return out
+}
+
+// TestRewriteGolden rewrites a sample response of every rewritten API at every version kmsg
+// knows and compares the bytes with testdata/rewrite/<api>.golden (one hex line per version).
+func TestRewriteGolden(t *testing.T) {
+	for _, key := range []int16{KeyProduce, KeyFetch, KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge} {
+		name := kmsg.NameForKey(key)
+		t.Run(name, func(t *testing.T) {
+			var golden strings.Builder
+			for v := firstRewritten[key]; v <= MaxVersion(key); v++ {
+				in := frameResponse(sampleResponse(key, v))
+				orig := bytes.Clone(in)
+				out, n, err := RewriteResponse(nil, key, v, in, testMap)
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				if !bytes.Equal(in, orig) {
+					t.Fatalf("v%d: input modified", v)
+				}
+				if n == 0 || out == nil {
+					t.Fatalf("v%d: nothing rewritten", v)
+				}
+				for _, a := range addresses(t, key, v, out) {
+					if !strings.Contains(a, "vc-broker-") && !strings.HasPrefix(a, "-1=") {
+						t.Errorf("v%d: address %s not rewritten", v, a)
+					}
+					if strings.HasPrefix(a, "-1=") && strings.Contains(a, "vc-broker") {
+						t.Errorf("v%d: node id -1 rewritten: %s", v, a)
+					}
+				}
+				// Everything but the addresses is unchanged: rewriting back gives the input.
+				back, _, err := RewriteResponse(nil, key, v, out, func(id int32, _ string, _ int32) (string, int32) {
+					for _, a := range addresses(t, key, v, in) {
+						var gotID int32
+						var hp string
+						fmt.Sscanf(a, "%d=%s", &gotID, &hp)
+						if gotID == id {
+							h, p, _ := strings.Cut(hp, ":")
+							var port int32
+							fmt.Sscanf(p, "%d", &port)
+							return h, port
+						}
+					}
+					return "?", 0
+				})
+				if err != nil || !bytes.Equal(back, in) {
+					t.Errorf("v%d: rewriting back does not restore the input (err %v)", v, err)
+				}
+				fmt.Fprintf(&golden, "v%d %s\n", v, hex.EncodeToString(out))
+			}
+			compareGolden(t, filepath.Join("testdata", "rewrite", name+".golden"), golden.String())
+		})
+	}
+}
+
+func compareGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs; run go test ./proxy/kafka -update and review the diff\ngot:\n%s", path, got)
+	}
+}
+
+func TestRewriteLeavesResponsesWithoutEndpoints(t *testing.T) {
+	tests := map[string]struct {
+		key, version int16
+	}{
+		"a Fetch v16 response without node endpoints is forwarded as is":   {key: KeyFetch, version: 16},
+		"a Produce v11 response without node endpoints is forwarded as is": {key: KeyProduce, version: 11},
+		"a Fetch v15 response is never decoded":                            {key: KeyFetch, version: 15},
+		"a Produce v9 response is never decoded":                           {key: KeyProduce, version: 9},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			r := sampleResponse(tc.key, tc.version)
+			switch r := r.(type) {
+			case *kmsg.FetchResponse:
+				r.Brokers = nil
+			case *kmsg.ProduceResponse:
+				r.Brokers = nil
+			}
+			out, n, err := RewriteResponse(nil, tc.key, tc.version, frameResponse(r), testMap)
+			if err != nil || out != nil || n != 0 {
+				t.Fatalf("got %x %d %v, want nothing", out, n, err)
+			}
+		})
+	}
+}
+
+func TestRewriteApiVersionsGolden(t *testing.T) {
+	var golden strings.Builder
+	for v := int16(0); v <= MaxVersion(KeyApiVersions); v++ {
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.SetVersion(v)
+		r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
+			{ApiKey: KeyProduce, MinVersion: 3, MaxVersion: 99},  // capped at kmsg's max
+			{ApiKey: KeyMetadata, MinVersion: 0, MaxVersion: 4},  // kept
+			{ApiKey: 9999, MinVersion: 0, MaxVersion: 1},         // unknown key: dropped
+			{ApiKey: KeyFetch, MinVersion: 120, MaxVersion: 121}, // nothing the proxy decodes: dropped
+		}
+		in := frameResponse(r)
+		out, err := RewriteApiVersions(nil, v, in)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		got := kmsg.NewPtrApiVersionsResponse()
+		got.SetVersion(v)
+		if err := got.ReadFrom(out[4:]); err != nil {
+			t.Fatal(err)
+		}
+		want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyProduce, MinVersion: 3, MaxVersion: MaxVersion(KeyProduce)}, {ApiKey: KeyMetadata, MinVersion: 0, MaxVersion: 4}}
+		if fmt.Sprint(got.ApiKeys) != fmt.Sprint(want) {
+			t.Errorf("v%d: keys %v, want %v", v, got.ApiKeys, want)
+		}
+		fmt.Fprintf(&golden, "v%d %s\n", v, hex.EncodeToString(out))
+	}
+	// A broker's UNSUPPORTED_VERSION answer is v0 whatever the request version.
+	r := kmsg.NewPtrApiVersionsResponse()
+	r.ErrorCode = ErrUnsupportedVersion
+	r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyApiVersions, MinVersion: 0, MaxVersion: 3}}
+	out, err := RewriteApiVersions(nil, 4, frameResponse(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&golden, "unsupported %s\n", hex.EncodeToString(out))
+	fmt.Fprintf(&golden, "local %s\n", hex.EncodeToString(UnsupportedApiVersions(7)))
+	compareGolden(t, filepath.Join("testdata", "rewrite", "ApiVersions.golden"), golden.String())
+}
+
+func TestProduceAcks(t *testing.T) {
+	for v := int16(0); v <= MaxVersion(KeyProduce); v++ {
+		for _, acks := range []int16{0, 1, -1} {
+			for _, txn := range []*string{nil, kmsg.StringPtr("txn-1")} {
+				if txn != nil && v < 3 {
+					continue
+				}
+				req := kmsg.NewPtrProduceRequest()
+				req.SetVersion(v)
+				req.Acks = acks
+				req.TransactionID = txn
+				frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("client-x")).AppendRequest(nil, req, 42)
+				got, ok, err := ProduceAcks(v, frame[4:])
+				if err != nil || !ok || got != acks {
+					t.Errorf("v%d acks %d txn %v: got %d %v %v", v, acks, txn != nil, got, ok, err)
+				}
+				// A prefix that ends before acks says so instead of guessing.
+				if _, ok, _ := ProduceAcks(v, frame[4:12]); ok {
+					t.Errorf("v%d: acks found in a short prefix", v)
+				}
+			}
+		}
+	}
+}
+
+// TestAcksZeroProduceIsNotTracked checks that Produce with acks=0 queues no pending response.
+func TestAcksZeroProduceIsNotTracked(t *testing.T) {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c"))
+	var stream []byte
+	for i := int32(0); i < 100; i++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(11)
+		req.Acks = 0
+		stream = append(stream, f.AppendRequest(nil, req, i)...) // AppendRequest sizes from dst[0]
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	stream = append(stream, f.AppendRequest(nil, md, 100)...)
+	pending := make(chan Pending, 200)
+	var out bytes.Buffer
+	err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil)
+	if err != io.EOF {
+		t.Fatalf("err = %v", err)
+	}
+	var got []Pending
+	for p := range pending {
+		got = append(got, p)
+	}
+	if len(got) != 1 || got[0].CorrelationID != 100 {
+		t.Fatalf("pending = %+v, want only the Metadata request", got)
+	}
+	if !bytes.Equal(out.Bytes(), stream) {
+		t.Fatal("requests were not forwarded byte for byte")
+	}
+}
+
+func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(MaxVersion(KeyApiVersions))
+	stream := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)
+	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(KeyApiVersions)+1))
+	pending := make(chan Pending, 2)
+	var out bytes.Buffer
+	if err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil); err != io.EOF {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Fatal("a too-new ApiVersions request was forwarded")
+	}
+	p := <-pending
+	var r kmsg.ApiVersionsResponse
+	if err := r.ReadFrom(p.Local[8:]); err != nil || r.ErrorCode != ErrUnsupportedVersion {
+		t.Fatalf("local answer %+v %v", r, err)
+	}
+}
+
+func TestCopyResponsesRewritesInOrder(t *testing.T) {
+	md := sampleResponse(KeyMetadata, 12)
+	plain := []byte{0, 0, 0, 8, 0, 0, 0, 2, 1, 2, 3, 4} // a 4-byte body for correlation id 2
+	var stream []byte
+	f := frameResponse(md)
+	stream = binary.BigEndian.AppendUint32(stream, uint32(len(f)))
+	stream = append(stream, f...) // correlation id 7
+	stream = append(stream, plain...)
+	pending := make(chan Pending, 3)
+	pending <- Pending{Key: KeyMetadata, Version: 12, CorrelationID: 7}
+	pending <- Pending{Key: 19, Version: 0, CorrelationID: 2}
+	pending <- Pending{Local: []byte("local")}
+	close(pending)
+	var out bytes.Buffer
+	if err := CopyResponses(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, testMap, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := out.Bytes()
+	size := binary.BigEndian.Uint32(b)
+	if got := addresses(t, KeyMetadata, 12, b[4:4+size]); got[0] != "0=vc-broker-0.example.com:9292" {
+		t.Fatalf("addresses %v", got)
+	}
+	if rest := b[4+size:]; !bytes.Equal(rest, append(plain, "local"...)) {
+		t.Fatalf("rest = %x", rest)
+	}
+}
+
+func TestCopyResponsesRefusesWrongCorrelationID(t *testing.T) {
+	pending := make(chan Pending, 1)
+	pending <- Pending{Key: 19, CorrelationID: 3}
+	err := CopyResponses(bufio.NewReader(bytes.NewReader([]byte{0, 0, 0, 4, 0, 0, 0, 2})), bufio.NewWriter(io.Discard), pending, 1<<20, testMap, nil)
+	if err == nil || !strings.Contains(err.Error(), "correlation id 2, expected 3") {
+		t.Fatalf("err = %v", err)
+	}
+}
