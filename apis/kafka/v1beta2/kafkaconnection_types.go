@@ -1,0 +1,168 @@
+package v1beta2
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KafkaConnection asks for one Secret of type servicebinding.io/kafka that holds everything an
+// application needs to reach a Kafka cluster as a user: bootstrap servers, security protocol,
+// truststores and credentials. status.binding.name names that Secret, so a Service Binding
+// implementation can project it into a workload.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kconn,categories=kafkalink
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.kafka.name`
+// +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user.name`
+// +kubebuilder:printcolumn:name="Listener",type=string,JSONPath=`.status.listener`
+// +kubebuilder:printcolumn:name="Binding",type=string,JSONPath=`.status.binding.name`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Bootstrap",type=string,JSONPath=`.status.bootstrapServers`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KafkaConnection struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec names the Kafka cluster, optionally a listener, and optionally a user.
+	// +required
+	Spec KafkaConnectionSpec `json:"spec"`
+	// Status names the binding Secret and reports readiness.
+	// +optional
+	Status KafkaConnectionStatus `json:"status,omitempty"`
+}
+
+// Store formats of the binding Secret's truststore and keystore.
+const (
+	// StoreFormatPEM writes ssl.truststore.crt and ssl.keystore.crt/.key (text).
+	StoreFormatPEM = "PEM"
+	// StoreFormatPKCS12 writes ssl.truststore.p12 and ssl.keystore.p12 with their passwords (binary).
+	StoreFormatPKCS12 = "PKCS12"
+	// StoreFormatJKS writes ssl.truststore.jks and ssl.keystore.jks with their passwords (binary).
+	StoreFormatJKS = "JKS"
+)
+
+// KafkaConnectionSpec names the Kafka cluster, optionally a listener, and optionally a user.
+type KafkaConnectionSpec struct {
+	// Kafka is the cluster to connect to.
+	// +required
+	Kafka KafkaReference `json:"kafka"`
+	// User is the KafkaUser whose credentials go into the binding; none when unset.
+	// +optional
+	User *UserReference `json:"user,omitempty"`
+	// StoreFormats are the truststore and keystore formats written to the binding Secret.
+	// The default, PEM and PKCS12, is the proposal's. Spring Cloud Bindings (2.0.2 and later)
+	// and Quarkus read every entry as UTF-8 text and fail to start on binary entries: set [PEM].
+	// +optional
+	// +listType=set
+	// +kubebuilder:default={PEM,PKCS12}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:Enum=PEM;PKCS12;JKS
+	StoreFormats []string `json:"storeFormats,omitempty"`
+}
+
+// KafkaReference names a Strimzi Kafka and optionally one of its listeners.
+//
+// +kubebuilder:validation:XValidation:rule="self.kind == 'Kafka'",message="kind must be Kafka"
+// +kubebuilder:validation:XValidation:rule="self.apiVersion.startsWith('kafka.strimzi.io/')",message="apiVersion must be in the kafka.strimzi.io group, such as kafka.strimzi.io/v1beta2"
+type KafkaReference struct {
+	// APIVersion of the Kafka. Either kafka.strimzi.io/v1 or v1beta2 is fine: the operator reads
+	// whichever version the API server serves.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind must be Kafka.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name of the Kafka.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the Kafka; the KafkaConnection's namespace when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+	// Listener picks a listener by name; when unset the operator picks one that fits the user.
+	// +optional
+	Listener *ListenerReference `json:"listener,omitempty"`
+}
+
+// ListenerReference names a listener of a Kafka.
+type ListenerReference struct {
+	// Name of the listener.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// UserReference names a Strimzi KafkaUser.
+//
+// +kubebuilder:validation:XValidation:rule="self.kind == 'KafkaUser'",message="kind must be KafkaUser"
+// +kubebuilder:validation:XValidation:rule="self.apiVersion.startsWith('kafka.strimzi.io/')",message="apiVersion must be in the kafka.strimzi.io group, such as kafka.strimzi.io/v1beta2"
+type UserReference struct {
+	// APIVersion of the KafkaUser.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	APIVersion string `json:"apiVersion"`
+	// Kind must be KafkaUser.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name of the KafkaUser.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the KafkaUser; the KafkaConnection's namespace when unset. Another namespace
+	// needs a ReferenceGrant there that allows KafkaConnections from this one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// KafkaConnectionStatus names the binding Secret and reports readiness.
+type KafkaConnectionStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions holds Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Binding is the Service Binding provisioned-service reference to the binding Secret.
+	// +optional
+	Binding *BindingReference `json:"binding,omitempty"`
+	// Listener is the listener chosen; later choices prefer it, so the binding does not flap.
+	// +optional
+	Listener string `json:"listener,omitempty"`
+	// BootstrapServers are the bootstrap servers written to the binding.
+	// +optional
+	BootstrapServers string `json:"bootstrapServers,omitempty"`
+}
+
+// BindingReference names the binding Secret.
+type BindingReference struct {
+	// Name of the Secret.
+	// +required
+	Name string `json:"name"`
+}
+
+// KafkaConnectionList is a list of KafkaConnections.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type KafkaConnectionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the KafkaConnections.
+	Items []KafkaConnection `json:"items"`
+}

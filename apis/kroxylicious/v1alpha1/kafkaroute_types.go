@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KafkaRoute exposes one Kafka cluster through the listeners of a KafkaGateway. Each parentRef
+// carries its own brokers, hostnames and rules, so one route can be exposed under different
+// hostnames on different listeners.
+//
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kroute,categories=kafkalink
+// +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.spec.parentRefs[*].name`
+// +kubebuilder:printcolumn:name="Hostnames",type=string,JSONPath=`.spec.parentRefs[*].hostnames[*]`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.parents[*].conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KafkaRoute struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the route.
+	// +required
+	Spec KafkaRouteSpec `json:"spec"`
+	// Status reports, per parent, whether the route was accepted and its references resolved.
+	// +optional
+	Status RouteStatus `json:"status,omitempty"`
+}
+
+// KafkaRouteSpec is the route.
+type KafkaRouteSpec struct {
+	// ParentRefs are the gateway listeners the route attaches to.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	ParentRefs []KafkaRouteParentReference `json:"parentRefs"`
+}
+
+// KafkaRouteParentReference attaches the route to one listener of a KafkaGateway, with the brokers,
+// hostnames and rules that apply there.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == 'kroxylicious.io'",message="group must be kroxylicious.io"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'KafkaGateway'",message="kind must be KafkaGateway"
+type KafkaRouteParentReference struct {
+	// Group of the parent; must be kroxylicious.io.
+	// +optional
+	// +kubebuilder:default="kroxylicious.io"
+	// +kubebuilder:validation:MaxLength=253
+	Group *string `json:"group,omitempty"`
+	// Kind of the parent; must be KafkaGateway.
+	// +optional
+	// +kubebuilder:default=KafkaGateway
+	// +kubebuilder:validation:MaxLength=63
+	Kind *string `json:"kind,omitempty"`
+	// Name of the KafkaGateway, in the route's namespace.
+	// +required
+	Name ObjectName `json:"name"`
+	// SectionName is the listener; every listener of the gateway when unset.
+	// +optional
+	SectionName *SectionName `json:"sectionName,omitempty"`
+	// Brokers describes the node ids of the target cluster, so per-broker Services can be made.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Brokers []BrokerTopology `json:"brokers"`
+	// Hostnames are host patterns with one '%' in the first label, each a virtual cluster: for
+	// "my-cluster-%.example.com" the bootstrap is my-cluster-bootstrap.example.com and broker N is
+	// my-cluster-broker-N.example.com.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Hostnames []PercentHostname `json:"hostnames"`
+	// Rules send the traffic to a backend, through filters.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1
+	Rules []KafkaRouteRule `json:"rules"`
+}
+
+// PercentHostname is a DNS name whose first label holds one '%' after a non-empty prefix. The
+// '%' stands for "bootstrap" or "broker-N".
+//
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="!self.contains('*')",message="hostname must not contain '*': write one '%' in the first label instead, as in my-cluster-%.example.com"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[^.]*%')",message="hostname must have a '%' in its first label, as in my-cluster-%.example.com"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[^%]*%[^%]*$')",message="hostname must have exactly one '%'"
+// +kubebuilder:validation:XValidation:rule="!self.startsWith('%')",message="hostname needs a prefix before '%', as in my-cluster-%.example.com"
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][-a-z0-9]*%[-a-z0-9]*(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="hostname must be lower-case DNS labels with at least two labels, as in my-cluster-%.example.com"
+type PercentHostname string
+
+// BrokerIdentityMappingIdentity exposes target node N as virtual broker N, the only mapping
+// implemented; the seed names "hash" as a later addition.
+const BrokerIdentityMappingIdentity = "identity"
+
+// BrokerTopology lists node ids of the target cluster.
+type BrokerTopology struct {
+	// AdvertisedBrokerIds are the node ids clients are told about.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:Minimum=0
+	AdvertisedBrokerIds []int32 `json:"advertisedBrokerIds"`
+	// BrokerIdentityMapping maps target node ids to advertised ones; identity when unset. Other
+	// values are accepted by the schema and reported as UnsupportedValue in the route's status.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	BrokerIdentityMapping *string `json:"brokerIdentityMapping,omitempty"`
+}
+
+// KafkaRouteRule sends traffic through filters to a backend.
+type KafkaRouteRule struct {
+	// Name of the rule.
+	// +required
+	Name SectionName `json:"name"`
+	// Filters are KafkaFilters applied in order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Filters []FilterReference `json:"filters,omitempty"`
+	// BackendRefs is the Kafka cluster's bootstrap Service.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1
+	BackendRefs []BackendReference `json:"backendRefs"`
+}
+
+// FilterReference points at a KafkaFilter in the route's namespace.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == 'filter.kroxylicious.io'",message="group must be filter.kroxylicious.io"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'KafkaFilter'",message="kind must be KafkaFilter"
+type FilterReference struct {
+	// Group must be filter.kroxylicious.io.
+	// +optional
+	// +kubebuilder:default="filter.kroxylicious.io"
+	// +kubebuilder:validation:MaxLength=253
+	Group *string `json:"group,omitempty"`
+	// Kind must be KafkaFilter.
+	// +optional
+	// +kubebuilder:default=KafkaFilter
+	// +kubebuilder:validation:MaxLength=63
+	Kind *string `json:"kind,omitempty"`
+	// Name of the KafkaFilter.
+	// +required
+	Name ObjectName `json:"name"`
+}
+
+// BackendReference points at the bootstrap Service of a Kafka cluster.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == ''",message="group must be the empty string (the core API group)"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'Service'",message="kind must be Service"
+type BackendReference struct {
+	// Group must be "" (core).
+	// +optional
+	// +kubebuilder:default=""
+	// +kubebuilder:validation:MaxLength=253
+	Group *string `json:"group,omitempty"`
+	// Kind must be Service.
+	// +optional
+	// +kubebuilder:default=Service
+	// +kubebuilder:validation:MaxLength=63
+	Kind *string `json:"kind,omitempty"`
+	// Name of the Service.
+	// +required
+	Name ObjectName `json:"name"`
+	// Namespace of the Service; the route's namespace when unset. Another namespace needs a
+	// ReferenceGrant there.
+	// +optional
+	Namespace *Namespace `json:"namespace,omitempty"`
+	// Port of the Service.
+	// +required
+	Port PortNumber `json:"port"`
+}
+
+// RouteStatus is Gateway API's route status.
+type RouteStatus struct {
+	// Parents is the status per parentRef.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Parents []RouteParentStatus `json:"parents,omitempty"`
+}
+
+// RouteParentStatus is the status of a route for one parent.
+type RouteParentStatus struct {
+	// ParentRef is the parent this status is about.
+	// +required
+	ParentRef ParentReference `json:"parentRef"`
+	// ControllerName is the controller that wrote this entry.
+	// +required
+	ControllerName string `json:"controllerName"`
+	// Conditions are Accepted and ResolvedRefs.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ParentReference identifies a parent (a gateway listener) in status.
+type ParentReference struct {
+	// Group of the parent.
+	// +optional
+	Group *string `json:"group,omitempty"`
+	// Kind of the parent.
+	// +optional
+	Kind *string `json:"kind,omitempty"`
+	// Namespace of the parent.
+	// +optional
+	Namespace *Namespace `json:"namespace,omitempty"`
+	// Name of the parent.
+	// +required
+	Name ObjectName `json:"name"`
+	// SectionName is the listener.
+	// +optional
+	SectionName *SectionName `json:"sectionName,omitempty"`
+}
+
+// KafkaRouteList is a list of KafkaRoutes.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type KafkaRouteList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the KafkaRoutes.
+	Items []KafkaRoute `json:"items"`
+}
