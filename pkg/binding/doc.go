@@ -1,0 +1,9 @@
+// Package binding computes a KafkaConnection's binding: which listener of a Strimzi Kafka the
+// connection uses and the data of its servicebinding.io/kafka Secret (addresses, security
+// protocol, SCRAM or mTLS credentials, PEM, PKCS12 and JKS stores).
+//
+// Everything here is pure: no clients, no clock, no globals. The controller gathers the Kafka,
+// KafkaUser and Secrets from its listers into an Input, calls Build, and either applies the
+// Secret data or puts the returned Failure's reason and message into the Ready condition. Equal
+// inputs give byte-identical outputs, so an unchanged connection never rewrites its Secret.
+package binding

@@ -1,0 +1,383 @@
+package binding
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"strings"
+
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
+)
+
+// The binding Secret's type and fixed values (Service Binding spec, "kafka" type).
+const (
+	SecretType      = "servicebinding.io/kafka"
+	BindingType     = "kafka"
+	ProviderStrimzi = "strimzi"
+	// SASLMechanismSCRAMSHA512 is the only SASL mechanism of the users kafkalink binds.
+	SASLMechanismSCRAMSHA512 = "SCRAM-SHA-512"
+)
+
+// Entries of the binding Secret. The dotted names are the Kafka client properties the Strimzi
+// KafkaConnection proposal lists; the aliases are the names real binding libraries read
+// (Spring Cloud Bindings, Quarkus, .NET and Node service-binding libraries).
+const (
+	KeyType                 = "type"
+	KeyProvider             = "provider"
+	KeyBootstrapServers     = "bootstrap.servers"
+	KeySecurityProtocol     = "security.protocol"
+	KeyTruststoreCRT        = "ssl.truststore.crt"
+	KeyTruststoreP12        = "ssl.truststore.p12"
+	KeyTruststoreJKS        = "ssl.truststore.jks"
+	KeyTruststorePassword   = "ssl.truststore.password"
+	KeyUsername             = "username"
+	KeyPassword             = "password"
+	KeySASLJAASConfig       = "sasl.jaas.config"
+	KeySASLMechanism        = "sasl.mechanism"
+	KeyKeystoreCRT          = "ssl.keystore.crt"
+	KeyKeystoreKey          = "ssl.keystore.key"
+	KeyKeystoreP12          = "ssl.keystore.p12"
+	KeyKeystoreJKS          = "ssl.keystore.jks"
+	KeyKeystorePassword     = "ssl.keystore.password"
+	AliasBootstrapServers   = "bootstrap-servers"
+	AliasBootstrapServersCC = "bootstrapServers"
+	AliasSecurityProtocol   = "securityProtocol"
+	AliasSASLMechanism      = "saslMechanism"
+	AliasUser               = "user"
+)
+
+// Store formats, the values of a KafkaConnection's spec.storeFormats.
+const (
+	// FormatPEM: ssl.truststore.crt, ssl.keystore.crt and ssl.keystore.key. PEM entries are text
+	// and always written, whatever the formats say.
+	FormatPEM = "PEM"
+	// FormatPKCS12: ssl.truststore.p12 and ssl.keystore.p12 with their passwords (binary).
+	FormatPKCS12 = "PKCS12"
+	// FormatJKS: ssl.truststore.jks and ssl.keystore.jks with their passwords (binary).
+	FormatJKS = "JKS"
+)
+
+// DefaultStoreFormats is the proposal's behaviour, used when a connection sets no formats.
+// Spring Cloud Bindings (2.0.2+) and Quarkus read every entry as UTF-8 text and need [PEM].
+func DefaultStoreFormats() []string { return []string{FormatPEM, FormatPKCS12} }
+
+// SecretData is a Secret that exists: its name (for messages) and its data.
+type SecretData struct {
+	Name string
+	Data map[string][]byte
+}
+
+// SecretInput is everything the binding Secret is assembled from.
+type SecretInput struct {
+	// Choice is the listener from ChooseListener.
+	Choice Choice
+	// CASecret is <cluster>-cluster-ca-cert; nil when it does not exist. Read only for TLS listeners.
+	CASecret *SecretData
+	// User is the parsed KafkaUser; nil when the connection names none.
+	User *strimzi.KafkaUser
+	// UserSecret is the user's credentials Secret (User.SecretName()); nil when it does not exist.
+	// tls-external users need none.
+	UserSecret *SecretData
+	// Provider is the value of the provider entry; empty means "strimzi".
+	Provider string
+	// StoreFormats is spec.storeFormats; empty means DefaultStoreFormats.
+	StoreFormats []string
+}
+
+type storeFormats struct{ pkcs12, jks bool }
+
+func parseStoreFormats(in []string) (storeFormats, *Failure) {
+	if len(in) == 0 {
+		in = DefaultStoreFormats()
+	}
+	var f storeFormats
+	for _, s := range in {
+		switch s {
+		case FormatPEM:
+		case FormatPKCS12:
+			f.pkcs12 = true
+		case FormatJKS:
+			f.jks = true
+		default:
+			return f, fail(ReasonStoreFormatUnknown, fmt.Sprintf("store format %q is not one of PEM, PKCS12, JKS", s))
+		}
+	}
+	return f, nil
+}
+
+// AssembleSecret builds the data of the binding Secret. It is pure and stable: the same input
+// gives byte-identical data, so an unchanged connection never rewrites its Secret.
+//
+// What it writes:
+//   - always: type, provider, bootstrap.servers, security.protocol and their aliases;
+//   - TLS listeners: ssl.truststore.crt with every certificate of the cluster CA Secret (ca.crt
+//     and any other *.crt, such as the old CA during a renewal) and of the listener's status,
+//     de-duplicated, ca.crt first; with PKCS12 or JKS also the stores and ssl.truststore.password;
+//   - scram-sha-512 users: username, password, sasl.jaas.config, sasl.mechanism and the aliases
+//     user and saslMechanism;
+//   - tls users: ssl.keystore.crt and ssl.keystore.key (PKCS#8); with PKCS12 or JKS also the
+//     stores and ssl.keystore.password;
+//   - tls-external users: no credentials at all. Strimzi does not hold their key (the
+//     application brings its own certificate), so the binding carries the truststore and
+//     addresses only and the application adds its keystore itself.
+//
+// Stores are taken from the source Secret (ca.p12, user.p12) when they hold exactly the wanted
+// certificates, with the source password; otherwise they are built from the PEM with the source
+// password, or a derived one when the source has none.
+func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
+	formats, f := parseStoreFormats(in.StoreFormats)
+	if f != nil {
+		return nil, f
+	}
+	l := in.Choice.Listener
+	if in.User != nil {
+		if f := checkUserAuthentication(in.User); f != nil {
+			return nil, f
+		}
+	}
+	if why := misfit(l, in.User); why != "" {
+		return nil, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q cannot serve %s: %s", l.Name, describeUser(in.User), why))
+	}
+	if in.Choice.BootstrapServers == "" {
+		return nil, fail(ReasonBootstrapNotReady, fmt.Sprintf("listener %q has no bootstrap address yet", l.Name))
+	}
+	if in.User != nil && !in.User.Ready() {
+		return nil, fail(ReasonUserNotReady, fmt.Sprintf("KafkaUser %s is not ready yet%s", userRef(in.User), userNotReadyDetail(in.User)))
+	}
+
+	data := map[string][]byte{}
+	set := func(v string, keys ...string) {
+		for _, k := range keys {
+			data[k] = []byte(v)
+		}
+	}
+	provider := in.Provider
+	if provider == "" {
+		provider = ProviderStrimzi
+	}
+	set(BindingType, KeyType)
+	set(provider, KeyProvider)
+	set(in.Choice.BootstrapServers, KeyBootstrapServers, AliasBootstrapServers, AliasBootstrapServersCC)
+	protocol := in.Choice.SecurityProtocol
+	if protocol == "" {
+		protocol = SecurityProtocol(l)
+	}
+	set(protocol, KeySecurityProtocol, AliasSecurityProtocol)
+
+	if l.TLS {
+		if f := addTruststore(data, in.CASecret, in.Choice.Status, formats); f != nil {
+			return nil, f
+		}
+	}
+	if in.User == nil {
+		return data, nil
+	}
+	switch in.User.Authentication {
+	case strimzi.UserAuthSCRAMSHA512:
+		if f := addSCRAM(data, in.User, in.UserSecret); f != nil {
+			return nil, f
+		}
+	case strimzi.UserAuthTLS:
+		if f := addKeystore(data, in.User, in.UserSecret, formats); f != nil {
+			return nil, f
+		}
+	case strimzi.UserAuthTLSExternal:
+		// Nothing to copy: see the doc comment.
+	}
+	return data, nil
+}
+
+func userNotReadyDetail(u *strimzi.KafkaUser) string {
+	if u.Status.ObservedGeneration != 0 && u.Status.ObservedGeneration < u.Generation {
+		return fmt.Sprintf(" (Strimzi has seen generation %d of %d)", u.Status.ObservedGeneration, u.Generation)
+	}
+	if c, ok := strimzi.FindCondition(u.Status.Conditions, strimzi.ConditionReady); ok {
+		if c.Message != "" {
+			return fmt.Sprintf(" (Ready is %s: %s: %s)", c.Status, c.Reason, c.Message)
+		}
+		return fmt.Sprintf(" (Ready is %s)", c.Status)
+	}
+	return " (no Ready condition)"
+}
+
+func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerStatus, formats storeFormats) *Failure {
+	if ca == nil {
+		return fail(ReasonCACertificateMissing, "the cluster CA certificate Secret does not exist")
+	}
+	if len(ca.Data[caCertEntry]) == 0 {
+		return fail(ReasonCACertificateMissing, fmt.Sprintf("Secret %s has no %s", ca.Name, caCertEntry))
+	}
+	var certs []*x509.Certificate
+	seen := map[string]bool{}
+	for _, entry := range caCertEntries(ca.Data) {
+		parsed, f := parseCertificates(ca.Data[entry], fmt.Sprintf("entry %s of Secret %s", entry, ca.Name))
+		if f != nil {
+			return f
+		}
+		certs = appendUnique(certs, seen, parsed...)
+	}
+	for i, s := range st.Certificates {
+		parsed, f := parseCertificates([]byte(s), fmt.Sprintf("status.listeners[%s].certificates[%d] of the Kafka", st.Name, i))
+		if f != nil {
+			return f
+		}
+		certs = appendUnique(certs, seen, parsed...)
+	}
+	data[KeyTruststoreCRT] = encodeCertsPEM(certs)
+	if !formats.pkcs12 && !formats.jks {
+		return nil
+	}
+	password := string(ca.Data[caPasswordEntry])
+	if password == "" {
+		password = derivedTruststorePassword(certs)
+	}
+	data[KeyTruststorePassword] = []byte(password)
+	if formats.pkcs12 {
+		p12, f := truststoreP12(certs, password, ca.Data[caP12Entry])
+		if f != nil {
+			return f
+		}
+		data[KeyTruststoreP12] = p12
+	}
+	if formats.jks {
+		jks, f := truststoreJKS(certs, password)
+		if f != nil {
+			return f
+		}
+		data[KeyTruststoreJKS] = jks
+	}
+	return nil
+}
+
+func addSCRAM(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData) *Failure {
+	if s == nil {
+		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
+	}
+	password := string(s.Data[userSCRAMPassword])
+	if password == "" {
+		return fail(ReasonUserCredentialsMissing, fmt.Sprintf("Secret %s of KafkaUser %s has no %s", s.Name, userRef(u), userSCRAMPassword))
+	}
+	// Strimzi's SCRAM user name is the KafkaUser's name when the status does not say otherwise.
+	username := u.Status.Username
+	if username == "" {
+		username = u.Name
+	}
+	data[KeyUsername] = []byte(username)
+	data[AliasUser] = []byte(username)
+	data[KeyPassword] = []byte(password)
+	data[KeySASLMechanism] = []byte(SASLMechanismSCRAMSHA512)
+	data[AliasSASLMechanism] = []byte(SASLMechanismSCRAMSHA512)
+	data[KeySASLJAASConfig] = []byte(fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`,
+		jaasEscape(username), jaasEscape(password)))
+	return nil
+}
+
+// jaasEscape quotes a value for a JAAS configuration string, whose parser reads backslash escapes
+// inside double quotes.
+func jaasEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, formats storeFormats) *Failure {
+	if s == nil {
+		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
+	}
+	for _, e := range []string{userCertEntry, userKeyEntry} {
+		if len(s.Data[e]) == 0 {
+			return fail(ReasonUserCredentialsMissing, fmt.Sprintf("Secret %s of KafkaUser %s has no %s", s.Name, userRef(u), e))
+		}
+	}
+	chain, f := parseCertificates(s.Data[userCertEntry], fmt.Sprintf("entry %s of Secret %s", userCertEntry, s.Name))
+	if f != nil {
+		return f
+	}
+	key, f := parsePrivateKey(s.Data[userKeyEntry], fmt.Sprintf("entry %s of Secret %s", userKeyEntry, s.Name))
+	if f != nil {
+		return f
+	}
+	if !publicKeyMatches(chain[0], key) {
+		return fail(ReasonPrivateKeyInvalid, fmt.Sprintf("entry %s of Secret %s does not match the certificate in %s", userKeyEntry, s.Name, userCertEntry))
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return fail(ReasonPrivateKeyInvalid, fmt.Sprintf("entry %s of Secret %s cannot be written as PKCS#8: %v", userKeyEntry, s.Name, err))
+	}
+	data[KeyKeystoreCRT] = encodeCertsPEM(chain)
+	// PKCS#8 because Kafka's own PEM keystore (ssl.keystore.type=PEM) reads nothing else.
+	data[KeyKeystoreKey] = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
+	if !formats.pkcs12 && !formats.jks {
+		return nil
+	}
+	password := string(s.Data[userPasswordEntry])
+	if password == "" {
+		password = derivedKeystorePassword(keyDER)
+	}
+	data[KeyKeystorePassword] = []byte(password)
+	if formats.pkcs12 {
+		p12, f := keystoreP12(key, keyDER, chain, password, s.Data[userP12Entry])
+		if f != nil {
+			return f
+		}
+		data[KeyKeystoreP12] = p12
+	}
+	if formats.jks {
+		jks, f := keystoreJKS(keyDER, chain, password)
+		if f != nil {
+			return f
+		}
+		data[KeyKeystoreJKS] = jks
+	}
+	return nil
+}
+
+// Input is everything a KafkaConnection's binding is computed from, as the controller gathers it
+// from its listers.
+type Input struct {
+	// Kafka is the parsed Kafka; nil when it does not exist.
+	Kafka *strimzi.Kafka
+	// RequestedListener is spec.kafka.listener.name, empty when unset.
+	RequestedListener string
+	// CurrentListener is status.listener, preferred to keep the binding where it is.
+	CurrentListener string
+	// User is the parsed KafkaUser; nil when the connection names none.
+	User *strimzi.KafkaUser
+	// UserSecret is the user's credentials Secret; nil when it does not exist.
+	UserSecret *SecretData
+	// CASecret is the Kafka's <cluster>-cluster-ca-cert Secret; nil when it does not exist.
+	CASecret *SecretData
+	// Provider is the provider entry; empty means "strimzi".
+	Provider string
+	// StoreFormats is spec.storeFormats; empty means DefaultStoreFormats.
+	StoreFormats []string
+}
+
+// Result is a computed binding: the listener chosen and the Secret data.
+type Result struct {
+	Choice Choice
+	Data   map[string][]byte
+}
+
+// Build chooses the listener and assembles the Secret: ChooseListener then AssembleSecret.
+func Build(in Input) (Result, *Failure) {
+	choice, f := ChooseListener(ListenerInput{
+		Kafka:     in.Kafka,
+		Requested: in.RequestedListener,
+		Current:   in.CurrentListener,
+		User:      in.User,
+	})
+	if f != nil {
+		return Result{}, f
+	}
+	data, f := AssembleSecret(SecretInput{
+		Choice:       choice,
+		CASecret:     in.CASecret,
+		User:         in.User,
+		UserSecret:   in.UserSecret,
+		Provider:     in.Provider,
+		StoreFormats: in.StoreFormats,
+	})
+	if f != nil {
+		return Result{Choice: choice}, f
+	}
+	return Result{Choice: choice, Data: data}, nil
+}
