@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
-	pkcs12 "software.sslmate.com/src/go-pkcs12"
 	"sigs.k8s.io/yaml"
+	pkcs12 "software.sslmate.com/src/go-pkcs12"
 
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
@@ -201,8 +201,8 @@ func TestGoldenBindingSecrets(t *testing.T) {
 		"a CA Secret without ca.p12 and ca.password gets a derived password": {
 			golden: "no-source-stores",
 			in: Input{Kafka: parseKafkaYAML(t, kafkaV1), User: parseUserYAML(t, tlsUser),
-				UserSecret: &SecretData{Name: "my-mtls-user", Data: map[string][]byte{"user.crt": p.userCert, "user.key": p.userKey}},
-				CASecret:   &SecretData{Name: "my-cluster-cluster-ca-cert", Data: map[string][]byte{"ca.crt": p.clusterCA}},
+				UserSecret:   &SecretData{Name: "my-mtls-user", Data: map[string][]byte{"user.crt": p.userCert, "user.key": p.userKey}},
+				CASecret:     &SecretData{Name: "my-cluster-cluster-ca-cert", Data: map[string][]byte{"ca.crt": p.clusterCA}},
 				StoreFormats: []string{FormatPEM, FormatPKCS12, FormatJKS}},
 		},
 	}
