@@ -1,0 +1,60 @@
+// Command kafkalink-proxy is the Kafka-aware SNI proxy: it loads the configuration written
+// by the kafkalink operator and serves every virtual cluster in it. See package
+// github.com/kafkalink/kafkalink/proxy/server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/proxy/server"
+)
+
+// remapFlag collects repeated --remap-path FROM=TO values.
+type remapFlag []server.PathRemap
+
+func (r *remapFlag) String() string {
+	var out []string
+	for _, m := range *r {
+		out = append(out, m.From+"="+m.To)
+	}
+	return strings.Join(out, ",")
+}
+
+func (r *remapFlag) Set(v string) error {
+	from, to, ok := strings.Cut(v, "=")
+	if !ok || from == "" {
+		return fmt.Errorf("want FROM=TO, got %q", v)
+	}
+	*r = append(*r, server.PathRemap{From: from, To: to})
+	return nil
+}
+
+func main() {
+	klog.InitFlags(nil)
+	var remaps remapFlag
+	configPath := flag.String("config", "/opt/kafkalink/config/proxy-config.yaml", "proxy configuration file (reloaded on change)")
+	flag.Var(&remaps, "remap-path", "rewrite a path prefix in the configuration, FROM=TO; repeatable (test runners lay mounted Secrets out elsewhere)")
+	poll := flag.Duration("poll-interval", time.Second, "how often the configuration and key material are checked for changes")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	logger := klog.Background()
+	ctx = klog.NewContext(ctx, logger)
+	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll})
+	if err := srv.Run(ctx); err != nil {
+		logger.Error(err, "Proxy failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}

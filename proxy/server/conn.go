@@ -1,0 +1,259 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/kafka"
+)
+
+// bufSize is the size of each relay buffer: large, so bulk Produce and Fetch traffic moves
+// in few system calls.
+const bufSize = 256 << 10
+
+// maxPending bounds requests in flight per connection; a client pipelining more waits.
+const maxPending = 1024
+
+// errDraining ends the request side of a connection during shutdown.
+var errDraining = errors.New("proxy shutting down")
+
+// proxyConn is one relayed client connection.
+type proxyConn struct {
+	client, upstream net.Conn
+	vc               string
+	state            *vcState
+
+	mu          sync.Mutex
+	draining    bool
+	idle        time.Duration
+	lastRefresh time.Time
+}
+
+// beforeRead refreshes the idle deadline before the proxy waits for the next request, and
+// stops reading requests once the proxy drains.
+func (pc *proxyConn) beforeRead() error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.draining {
+		return errDraining
+	}
+	// Refreshing on every frame would cost a timer update per request; once a second is enough.
+	if now := time.Now(); now.Sub(pc.lastRefresh) > time.Second {
+		pc.lastRefresh = now
+		return pc.client.SetReadDeadline(now.Add(pc.idle))
+	}
+	return nil
+}
+
+// drain stops the request side at the next frame boundary; responses in flight still flow.
+func (pc *proxyConn) drain() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.draining = true
+	_ = pc.client.SetReadDeadline(time.Now())
+}
+
+func (pc *proxyConn) closeNow() {
+	pc.client.Close()
+	if pc.upstream != nil {
+		pc.upstream.Close()
+	}
+}
+
+// countingConn counts bytes into Prometheus counters.
+type countingConn struct {
+	net.Conn
+	in, out prometheus.Counter
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.in.Add(float64(n))
+	}
+	return n, err
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 {
+		c.out.Add(float64(n))
+	}
+	return n, err
+}
+
+// handle routes one accepted connection and relays it until either side ends.
+func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) {
+	logger := klog.FromContext(ctx)
+	snap := rt.snap.Load()
+	lim := *s.limits.Load()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	var route *vcRoute
+	nodeID := plainNodeID
+	client := c
+	if snap.listener.TLS() {
+		var reason string
+		tc := tls.Server(c, &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+				r, id, ok := snap.route(hello.ServerName)
+				if !ok {
+					reason = "unknown_sni"
+					if hello.ServerName == "" {
+						reason = "no_sni"
+					}
+					logger.Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
+						"sni", hello.ServerName, "remote", c.RemoteAddr().String(), "patterns", describe(snap.patterns()))
+					return nil, fmt.Errorf("no virtual cluster for SNI %q", hello.ServerName)
+				}
+				cert := SelectCertificate(snap.certs, hello.ServerName)
+				if cert == nil {
+					reason = "no_certificate"
+					logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
+						"sni", hello.ServerName, "virtualCluster", r.cfg.Name)
+					return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
+				}
+				cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}
+				snap.params.Apply(cfg)
+				if snap.clientCAs != nil {
+					cfg.ClientCAs = snap.clientCAs
+					cfg.ClientAuth = tls.RequireAndVerifyClientCert
+				}
+				route, nodeID = r, id
+				return cfg, nil
+			},
+		})
+		hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout.Duration)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			if reason == "" {
+				reason = "tls_error"
+				if errors.Is(err, context.DeadlineExceeded) {
+					reason = "timeout"
+				}
+				logger.V(2).Info("TLS handshake failed", "listener", snap.listener.Name, "remote", c.RemoteAddr().String(), "err", err)
+			}
+			s.Metrics.HandshakeFailures.WithLabelValues(snap.listener.Name, reason).Inc()
+			c.Close()
+			return
+		}
+		client = tc
+	} else {
+		if len(snap.routes) == 0 {
+			c.Close()
+			return
+		}
+		route = snap.routes[0]
+	}
+
+	vc := route.cfg.Name
+	logger = klog.LoggerWithValues(logger, "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
+	addr := route.cfg.TargetBootstrap
+	if nodeID >= 0 {
+		var err error
+		if addr, err = s.brokerAddress(ctx, route, nodeID, lim); err != nil {
+			s.Metrics.UpstreamErrors.WithLabelValues(vc, "unknown_broker").Inc()
+			logger.Info("Closing connection: upstream broker unknown", "err", err)
+			client.Close()
+			return
+		}
+	}
+	up, err := s.dialUpstream(ctx, route, addr, lim)
+	if err != nil {
+		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
+		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)
+		client.Close()
+		return
+	}
+
+	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, idle: lim.IdleTimeout.Duration}
+	s.mu.Lock()
+	if s.vcs[vc] != route.state || s.draining.Load() {
+		// Removed by a reload (or shutdown started) while this connection was being set up.
+		s.mu.Unlock()
+		pc.closeNow()
+		return
+	}
+	s.conns[pc] = struct{}{}
+	s.mu.Unlock()
+	s.Metrics.ConnectionsTotal.WithLabelValues(vc).Inc()
+	active := s.Metrics.ConnectionsActive.WithLabelValues(vc)
+	active.Inc()
+	defer func() {
+		active.Dec()
+		s.mu.Lock()
+		delete(s.conns, pc)
+		s.mu.Unlock()
+	}()
+	logger.V(2).Info("Connection routed", "upstream", addr)
+	s.relay(logger, pc, route, lim)
+}
+
+// addressMap learns upstream broker addresses and gives clients this virtual cluster's
+// broker host and port instead.
+func (s *Server) addressMap(rt *vcRoute, st *vcState, port func(int32) int32) kafka.AddressMap {
+	return func(id int32, host string, p int32) (string, int32) {
+		st.learn(id, host, p)
+		return rt.cfg.BrokerHost(id), port(id)
+	}
+}
+
+func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits) {
+	vc := route.cfg.Name
+	cc := countingConn{Conn: pc.client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
+	l := route.listener
+	port := func(int32) int32 { return route.cfg.Port(&l) }
+	if !l.TLS() {
+		port = func(id int32) int32 { return l.PortPerBroker.FirstBrokerPort + id }
+	}
+	pending := make(chan kafka.Pending, maxPending)
+	reqDone := make(chan error, 1)
+	go func() {
+		err := kafka.CopyRequests(bufio.NewReaderSize(cc, bufSize), bufio.NewWriterSize(pc.upstream, bufSize), pending, lim.MaxFrameBytes, pc.beforeRead)
+		if !errors.Is(err, errDraining) && !errors.Is(err, io.EOF) {
+			// Anything but a clean end or a drain ends the connection now.
+			pc.closeNow()
+		}
+		reqDone <- err
+	}()
+	respErr := kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(cc, bufSize), pending, lim.MaxFrameBytes,
+		s.addressMap(route, pc.state, port), rewriteStats{m: s.Metrics, vc: vc})
+	pc.closeNow()
+	go func() {
+		for range pending { // unblock the request side if it waits for room
+		}
+	}()
+	reqErr := <-reqDone
+	for _, err := range []error{reqErr, respErr} {
+		if errors.Is(err, kafka.ErrMalformed) {
+			s.Metrics.MalformedFrames.WithLabelValues(vc).Inc()
+			logger.Info("Closed connection on a malformed frame", "err", err)
+			return
+		}
+	}
+	if respErr != nil && !errors.Is(respErr, net.ErrClosed) {
+		s.Metrics.UpstreamErrors.WithLabelValues(vc, "relay").Inc()
+	}
+	logger.V(2).Info("Connection closed", "requestSide", errString(reqErr), "responseSide", errString(respErr))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

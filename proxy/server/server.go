@@ -1,0 +1,459 @@
+// Package server runs kafkalink-proxy: it binds the configured listeners, routes each
+// connection to a virtual cluster and broker by TLS SNI (or by port on a plain listener),
+// relays Kafka frames through package kafka, serves the management port, reloads the
+// configuration and key material when they change on disk, and drains on shutdown.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+)
+
+// PathRemap rewrites a path prefix in the loaded configuration (--remap-path FROM=TO).
+type PathRemap struct{ From, To string }
+
+// Options configure a Server.
+type Options struct {
+	// ConfigPath is the configuration file, re-read when it changes.
+	ConfigPath string
+	// Remaps are applied to every file path in the configuration, in order.
+	Remaps []PathRemap
+	// PollInterval is how often the configuration and key material are checked for changes.
+	PollInterval time.Duration
+}
+
+// Server is a running proxy.
+type Server struct {
+	opts    Options
+	Metrics *Metrics
+
+	mu        sync.Mutex
+	cfg       *config.Config
+	limits    atomic.Pointer[config.Limits]
+	listeners map[string]*listenerRT
+	vcs       map[string]*vcState
+	conns     map[*proxyConn]struct{}
+	applied   [32]byte
+	lastBad   [32]byte
+	mgmt      *http.Server
+	mgmtAddr  net.Addr
+
+	connCount atomic.Int32
+	ready     atomic.Bool
+	draining  atomic.Bool
+	wg        sync.WaitGroup
+}
+
+// listenerRT is a bound listener and its current routing snapshot.
+type listenerRT struct {
+	cfg  config.Listener
+	lns  []net.Listener
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is an immutable view of one listener's routing, swapped whole on reload.
+type snapshot struct {
+	listener  config.Listener
+	certs     []*tls.Certificate
+	clientCAs *x509.CertPool
+	params    config.TLSParams
+	routes    []*vcRoute
+}
+
+// vcRoute is one served virtual cluster on a listener.
+type vcRoute struct {
+	cfg         config.VirtualCluster
+	listener    config.Listener
+	state       *vcState
+	upstreamTLS *tls.Config
+}
+
+// route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host.
+func (s *snapshot) route(host string) (*vcRoute, int32, bool) {
+	host = strings.TrimSuffix(host, ".")
+	for _, r := range s.routes {
+		if strings.EqualFold(r.cfg.BootstrapHost, host) {
+			return r, -1, true
+		}
+	}
+	for _, r := range s.routes {
+		if id, ok := r.cfg.MatchBroker(host); ok {
+			return r, id, true
+		}
+	}
+	return nil, 0, false
+}
+
+// patterns lists the hosts a listener answers, for the unknown-SNI log line.
+func (s *snapshot) patterns() []string {
+	var out []string
+	for _, r := range s.routes {
+		out = append(out, r.cfg.BootstrapHost, r.cfg.BrokerPattern)
+	}
+	return out
+}
+
+// New returns a server for the options; Run starts it.
+func New(opts Options) *Server {
+	if opts.PollInterval == 0 {
+		opts.PollInterval = time.Second
+	}
+	return &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+}
+
+// Ready reports whether the configuration is loaded and every listener is bound.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// ManagementAddr returns the bound management address once Run has started it.
+func (s *Server) ManagementAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mgmtAddr
+}
+
+// readConfig reads the configuration file, applies the path remaps, and fingerprints it
+// together with the content of every file it refers to.
+func (s *Server) readConfig() (*config.Config, [32]byte, error) {
+	raw, err := os.ReadFile(s.opts.ConfigPath)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	h := sha256.New()
+	h.Write(raw)
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		var fp [32]byte
+		copy(fp[:], h.Sum(nil))
+		return nil, fp, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
+	}
+	for _, r := range s.opts.Remaps {
+		cfg.RemapPaths(r.From, r.To)
+	}
+	for _, f := range cfg.Files() {
+		b, err := os.ReadFile(f)
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+		if err == nil {
+			h.Write(b)
+		}
+		h.Write([]byte{0})
+	}
+	var fp [32]byte
+	copy(fp[:], h.Sum(nil))
+	return cfg, fp, nil
+}
+
+// Run loads the configuration, binds the listeners and the management port, and serves
+// until ctx ends; then it drains connections within the configured drain timeout.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	cfg, fp, err := s.readConfig()
+	if err != nil {
+		return err
+	}
+	if err := s.apply(ctx, cfg); err != nil {
+		return err
+	}
+	s.applied = fp
+	if err := s.startManagement(ctx, cfg.Management); err != nil {
+		s.closeListeners()
+		return err
+	}
+	s.ready.Store(true)
+	logger.Info("Proxy ready", "listeners", len(cfg.Listeners), "virtualClusters", len(cfg.VirtualClusters))
+
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return s.shutdown(logger)
+		case <-t.C:
+			s.reloadIfChanged(ctx)
+		}
+	}
+}
+
+func (s *Server) reloadIfChanged(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	cfg, fp, err := s.readConfig()
+	if fp == s.applied || (err != nil && fp == s.lastBad) {
+		return
+	}
+	if err == nil {
+		err = s.apply(ctx, cfg)
+	}
+	if err != nil {
+		s.lastBad = fp
+		s.Metrics.Reloads.WithLabelValues("error").Inc()
+		logger.Error(err, "Reload failed; still serving the previous configuration")
+		return
+	}
+	s.applied = fp
+	s.Metrics.Reloads.WithLabelValues("success").Inc()
+	logger.Info("Reloaded configuration and key material", "virtualClusters", len(cfg.VirtualClusters))
+}
+
+// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps
+// the snapshots in, and closes what was removed. Nothing changes when any step fails.
+func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
+	logger := klog.FromContext(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	vcs := map[string]*vcState{}
+	snaps := map[string]*snapshot{}
+	for _, l := range cfg.Listeners {
+		snap := &snapshot{listener: l}
+		if l.TLS() {
+			var err error
+			if snap.certs, err = loadKeyPairs(l.KeyPairs); err != nil {
+				return fmt.Errorf("listener %s: %w", l.Name, err)
+			}
+			if snap.clientCAs, err = loadPool(l.ClientCAFiles); err != nil {
+				return fmt.Errorf("listener %s: clientCAFiles: %w", l.Name, err)
+			}
+			if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
+				return fmt.Errorf("listener %s: %w", l.Name, err)
+			}
+		}
+		snaps[l.Name] = snap
+	}
+	for _, vc := range cfg.VirtualClusters {
+		if err := vc.Unservable(); err != nil {
+			logger.Error(err, "Refusing to serve virtual cluster", "virtualCluster", vc.Name)
+			s.Metrics.Refused.WithLabelValues(vc.Name).Set(1)
+			continue
+		}
+		s.Metrics.Refused.DeleteLabelValues(vc.Name)
+		up, err := upstreamTLS(vc.UpstreamTLS)
+		if err != nil {
+			return fmt.Errorf("virtual cluster %s: upstreamTLS: %w", vc.Name, err)
+		}
+		st := s.vcs[vc.Name]
+		if st == nil || st.target != vc.TargetBootstrap {
+			st = &vcState{name: vc.Name, target: vc.TargetBootstrap, brokers: map[int32]string{}}
+		}
+		vcs[vc.Name] = st
+		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up})
+	}
+
+	// Bind new or changed listeners before touching anything, so a bind error changes nothing.
+	fresh := map[string]*listenerRT{}
+	for _, l := range cfg.Listeners {
+		if old := s.listeners[l.Name]; old != nil && sameBinding(old.cfg, l) {
+			continue
+		}
+		rt := &listenerRT{cfg: l}
+		if err := rt.bind(s.listeners[l.Name]); err != nil {
+			for _, f := range fresh {
+				f.close()
+			}
+			return fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		fresh[l.Name] = rt
+	}
+	for name, old := range s.listeners {
+		if l := cfg.Listener(name); l == nil || fresh[name] != nil {
+			old.close()
+			delete(s.listeners, name)
+		}
+	}
+	for name, rt := range fresh {
+		s.listeners[name] = rt
+		for i, ln := range rt.lns {
+			nodeID := int32(-1)
+			if !rt.cfg.TLS() && i > 0 {
+				nodeID = int32(i - 1)
+			}
+			s.wg.Add(1)
+			go s.serve(ctx, rt, ln, nodeID)
+		}
+	}
+	for name, rt := range s.listeners {
+		rt.cfg = *cfg.Listener(name)
+		rt.snap.Store(snaps[name])
+	}
+	// Connections of removed (or retargeted) virtual clusters end; the others are untouched.
+	for pc := range s.conns {
+		if st := vcs[pc.vc]; st == nil || st != pc.state {
+			pc.closeNow()
+		}
+	}
+	for name := range s.vcs {
+		if vcs[name] == nil {
+			s.Metrics.ConnectionsActive.DeleteLabelValues(name)
+		}
+	}
+	s.vcs = vcs
+	s.cfg = cfg
+	lim := cfg.Limits
+	s.limits.Store(&lim)
+	return nil
+}
+
+func sameBinding(a, b config.Listener) bool {
+	return a.Port == b.Port && a.BindAddress == b.BindAddress && a.TLS() == b.TLS() &&
+		(a.TLS() || *a.PortPerBroker == *b.PortPerBroker)
+}
+
+// bind opens the sockets of a listener: one for TLS, bootstrap plus one per node id for
+// plain. A listener rebound on the same port is closed first.
+func (rt *listenerRT) bind(old *listenerRT) error {
+	if old != nil {
+		old.close()
+	}
+	ports := []int32{rt.cfg.Port}
+	if !rt.cfg.TLS() {
+		for n := int32(0); n <= rt.cfg.PortPerBroker.MaxNodeID; n++ {
+			ports = append(ports, rt.cfg.PortPerBroker.FirstBrokerPort+n)
+		}
+	}
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", net.JoinHostPort(rt.cfg.BindAddress, strconv.Itoa(int(p))))
+		if err != nil {
+			rt.close()
+			return err
+		}
+		rt.lns = append(rt.lns, ln)
+	}
+	return nil
+}
+
+func (rt *listenerRT) close() {
+	for _, ln := range rt.lns {
+		ln.Close()
+	}
+}
+
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rt := range s.listeners {
+		rt.close()
+	}
+}
+
+func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nodeID int32) {
+	defer s.wg.Done()
+	logger := klog.FromContext(ctx)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			logger.Error(err, "Accept failed", "listener", rt.cfg.Name)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		lim := s.limits.Load()
+		if s.connCount.Add(1) > lim.MaxConnections || s.draining.Load() {
+			s.connCount.Add(-1)
+			s.Metrics.ConnectionLimit.Inc()
+			c.Close()
+			continue
+		}
+		go func() {
+			defer s.connCount.Add(-1)
+			s.handle(ctx, rt, c, nodeID)
+		}()
+	}
+}
+
+func (s *Server) startManagement(ctx context.Context, m config.Management) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	if m.Metrics {
+		mux.Handle("/metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(m.BindAddress, strconv.Itoa(int(m.Port))))
+	if err != nil {
+		return fmt.Errorf("management port: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.mu.Lock()
+	s.mgmt, s.mgmtAddr = srv, ln.Addr()
+	s.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Management server stopped")
+		}
+	}()
+	return nil
+}
+
+// shutdown stops accepting, lets every connection finish the requests it has in flight,
+// and force-closes whatever remains after the drain timeout.
+func (s *Server) shutdown(logger klog.Logger) error {
+	s.ready.Store(false)
+	s.draining.Store(true)
+	s.closeListeners()
+	s.mu.Lock()
+	conns := make([]*proxyConn, 0, len(s.conns))
+	for pc := range s.conns {
+		conns = append(conns, pc)
+	}
+	timeout := s.cfg.Limits.DrainTimeout.Duration
+	s.mu.Unlock()
+	logger.Info("Draining connections", "connections", len(conns), "timeout", timeout)
+	for _, pc := range conns {
+		pc.drain()
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.mu.Lock()
+	left := len(s.conns)
+	for pc := range s.conns {
+		pc.closeNow()
+	}
+	s.mu.Unlock()
+	if left > 0 {
+		logger.Info("Drain timeout reached; closed remaining connections", "connections", left)
+	}
+	s.wg.Wait()
+	if s.mgmt != nil {
+		_ = s.mgmt.Close()
+	}
+	return nil
+}
+
+// describe is a sorted, comma-separated list of hosts for logs.
+func describe(hosts []string) string {
+	hosts = slices.Clone(hosts)
+	slices.Sort(hosts)
+	return strings.Join(hosts, ", ")
+}

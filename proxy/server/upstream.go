@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/kafka"
+)
+
+// vcState is what the proxy learns about one virtual cluster; it survives config reloads
+// as long as the virtual cluster keeps its name and target.
+type vcState struct {
+	name   string
+	target string
+	mu     sync.RWMutex
+	// brokers maps node id to the upstream host:port, learned from responses.
+	brokers map[int32]string
+}
+
+func (s *vcState) get(id int32) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.brokers[id]
+	return a, ok
+}
+
+func (s *vcState) learn(id int32, host string, port int32) {
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
+	s.mu.RLock()
+	same := s.brokers[id] == addr
+	s.mu.RUnlock()
+	if same {
+		return
+	}
+	s.mu.Lock()
+	s.brokers[id] = strings.Clone(addr)
+	s.mu.Unlock()
+}
+
+// upstreamTLS builds the client TLS configuration of a virtual cluster, or nil for plain.
+func upstreamTLS(u *config.UpstreamTLS) (*tls.Config, error) {
+	if u == nil {
+		return nil, nil
+	}
+	params, err := config.ResolveTLSOptions(u.Options)
+	if err != nil {
+		return nil, err
+	}
+	c := &tls.Config{ServerName: u.ServerName, InsecureSkipVerify: u.InsecureSkipVerify} //nolint:gosec // explicit test-only opt-in
+	params.Apply(c)
+	if c.RootCAs, err = loadPool(u.CAFiles); err != nil {
+		return nil, err
+	}
+	if u.CertificateFile != "" {
+		kp, err := tls.LoadX509KeyPair(u.CertificateFile, u.PrivateKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		c.Certificates = []tls.Certificate{kp}
+	}
+	return c, nil
+}
+
+// dialUpstream connects to addr, with TLS when the virtual cluster asks for it, retrying
+// with exponential backoff within the retry budget.
+func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim config.Limits) (net.Conn, error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 50 * time.Millisecond
+	b.MaxInterval = 2 * time.Second
+	b.MaxElapsedTime = lim.UpstreamRetryBudget.Duration
+	op := func() (net.Conn, error) {
+		d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		if r.upstreamTLS == nil {
+			return c, nil
+		}
+		cfg := r.upstreamTLS.Clone()
+		if cfg.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg.ServerName = host
+		}
+		tc := tls.Client(c, cfg)
+		hctx, cancel := context.WithTimeout(ctx, lim.UpstreamDialTimeout.Duration)
+		defer cancel()
+		if err := tc.HandshakeContext(hctx); err != nil {
+			c.Close()
+			var verr *tls.CertificateVerificationError
+			if errors.As(err, &verr) {
+				// A certificate the trust anchors reject will not get better by retrying now.
+				return nil, backoff.Permanent(err)
+			}
+			return nil, err
+		}
+		return tc, nil
+	}
+	return backoff.RetryWithData(op, backoff.WithContext(b, ctx))
+}
+
+// brokerAddress returns the upstream address of node id, learning it with the proxy's own
+// Metadata request to the target bootstrap when it is not known yet (after a restart, or
+// on another replica than the one that relayed the client's metadata).
+func (s *Server) brokerAddress(ctx context.Context, r *vcRoute, id int32, lim config.Limits) (string, error) {
+	if a, ok := r.state.get(id); ok {
+		return a, nil
+	}
+	if err := s.discover(ctx, r, lim); err != nil {
+		return "", fmt.Errorf("broker %d unknown, and the proxy's own Metadata request to %s failed (a bootstrap requiring SASL refuses it): %w", id, r.cfg.TargetBootstrap, err)
+	}
+	if a, ok := r.state.get(id); ok {
+		return a, nil
+	}
+	return "", fmt.Errorf("broker %d is not in the metadata of %s", id, r.cfg.TargetBootstrap)
+}
+
+func (s *Server) discover(ctx context.Context, r *vcRoute, lim config.Limits) error {
+	ctx, cancel := context.WithTimeout(ctx, lim.UpstreamRetryBudget.Duration+lim.UpstreamDialTimeout.Duration)
+	defer cancel()
+	c, err := s.dialUpstream(ctx, r, r.cfg.TargetBootstrap, lim)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	br := bufio.NewReader(c)
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("kafkalink-proxy"))
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(0)
+	avResp := kmsg.NewPtrApiVersionsResponse()
+	if err := roundTrip(c, br, f, av, avResp, 1, lim.MaxFrameBytes); err != nil {
+		return fmt.Errorf("ApiVersions: %w", err)
+	}
+	version := int16(-1)
+	for _, k := range avResp.ApiKeys {
+		if k.ApiKey == kafka.KeyMetadata {
+			version = min(k.MaxVersion, kafka.MaxVersion(kafka.KeyMetadata))
+			if version < k.MinVersion {
+				version = -1
+			}
+		}
+	}
+	if version < 0 {
+		return errors.New("the broker offers no Metadata version the proxy speaks")
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(version)
+	md.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
+	mdResp := kmsg.NewPtrMetadataResponse()
+	if err := roundTrip(c, br, f, md, mdResp, 2, lim.MaxFrameBytes); err != nil {
+		return fmt.Errorf("Metadata v%d: %w", version, err)
+	}
+	for _, b := range mdResp.Brokers {
+		r.state.learn(b.NodeID, b.Host, b.Port)
+	}
+	return nil
+}
+
+func roundTrip(c net.Conn, br *bufio.Reader, f *kmsg.RequestFormatter, req kmsg.Request, resp kmsg.Response, corr int32, maxFrame int32) error {
+	if _, err := c.Write(f.AppendRequest(nil, req, corr)); err != nil {
+		return err
+	}
+	var hdr [8]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr[:]))
+	if size < 4 || size > maxFrame {
+		return fmt.Errorf("response size %d", size)
+	}
+	if got := int32(binary.BigEndian.Uint32(hdr[4:])); got != corr {
+		return fmt.Errorf("correlation id %d, expected %d", got, corr)
+	}
+	body := make([]byte, size-4)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return err
+	}
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() && req.Key() != kafka.KeyApiVersions {
+		_, n := binary.Uvarint(body) // header tags: the proxy sends none and expects none
+		if n <= 0 || len(body) < n {
+			return errors.New("bad response header")
+		}
+		body = body[n:]
+	}
+	return resp.ReadFrom(body)
+}
