@@ -121,9 +121,10 @@ func parseStoreFormats(in []string) (storeFormats, *Failure) {
 //     application brings its own certificate), so the binding carries the truststore and
 //     addresses only and the application adds its keystore itself.
 //
-// Stores are taken from the source Secret (ca.p12, user.p12) when they hold exactly the wanted
-// certificates, with the source password; otherwise they are built from the PEM with the source
-// password, or a derived one when the source has none.
+// The PKCS12 truststore is Strimzi's ca.p12 when that holds exactly the wanted certificates under
+// ca.password and is cheap to decode; otherwise it is built from the PEM. The other stores are
+// always built from the PEM (see keystoreP12 for why user.p12 is not reused). Built stores use the
+// source's password (ca.password, user.password) or, when the source has none, a derived one.
 func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 	formats, f := parseStoreFormats(in.StoreFormats)
 	if f != nil {
@@ -314,7 +315,7 @@ func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, fo
 	}
 	data[KeyKeystorePassword] = []byte(password)
 	if formats.pkcs12 {
-		p12, f := keystoreP12(key, keyDER, chain, password, s.Data[userP12Entry])
+		p12, f := keystoreP12(key, keyDER, chain, password)
 		if f != nil {
 			return f
 		}

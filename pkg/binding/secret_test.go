@@ -347,8 +347,8 @@ func TestKeystores(t *testing.T) {
 		reused       bool
 		wantPassword string // empty: derived
 	}{
-		"Strimzi's user.p12 is reused with user.password": {
-			secret: p.tlsSecret(), reused: true, wantPassword: string(p.userPassword),
+		"Strimzi's user.p12 is not reused but the new store keeps user.password": {
+			secret: p.tlsSecret(), wantPassword: string(p.userPassword),
 		},
 		"a user.p12 the password does not open is rebuilt with that password": {
 			secret: with(p.tlsSecret(), "user.password", "another"), wantPassword: "another",
@@ -525,4 +525,60 @@ func TestDetReaderIsDeterministicAndSeedDependent(t *testing.T) {
 	if bytes.Equal(a, c) || bytes.Equal(a, d) {
 		t.Errorf("different seeds, same stream")
 	}
+}
+
+func TestExpensiveSourceTruststoreIsNotDecoded(t *testing.T) {
+	p := loadPKI(t)
+	ca := decodePEMCerts(t, p.clusterCA)
+	password := string(p.clusterCAPassword)
+	tests := map[string]struct {
+		enc   *pkcs12.Encoder
+		cheap bool
+	}{
+		"OpenSSL 3 defaults (2,048 iterations) are cheap":     {enc: pkcs12.Modern2023, cheap: true},
+		"legacy 3DES stores as Java 8 wrote them are cheap":   {enc: pkcs12.LegacyDES, cheap: true},
+		"PBMAC1 stores (OpenSSL 3.4, Java 26) are cheap":      {enc: pkcs12.Modern2026, cheap: true},
+		"a store with more than 100,000 iterations is not":    {enc: pkcs12.Modern2023.WithIterations(maxPBKDFIterations + 1)},
+		"a store with 8 million iterations is refused unread": {enc: nil},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var src []byte
+			if tc.enc == nil {
+				// Patch the iteration counts of a cheap store instead of paying for encoding one.
+				src = bigIterations(t, ca, password)
+			} else {
+				var err error
+				if src, err = tc.enc.EncodeTrustStore(ca, password); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := cheapToDecode(src); got != tc.cheap {
+				t.Fatalf("cheapToDecode = %v, want %v", got, tc.cheap)
+			}
+			out, f := truststoreP12(ca, password, src)
+			if f != nil {
+				t.Fatal(f)
+			}
+			if reused := bytes.Equal(out, src); reused != tc.cheap {
+				t.Errorf("source reused = %v, want %v", reused, tc.cheap)
+			}
+		})
+	}
+}
+
+// bigIterations encodes a truststore with 65,536 iterations and rewrites every such INTEGER
+// (0x02 0x03 0x01 0x00 0x00) into 8,388,607, which keeps every length valid. Encoding one with
+// that many iterations would take seconds; decoding it would too, which is the point.
+func bigIterations(t *testing.T, certs []*x509.Certificate, password string) []byte {
+	t.Helper()
+	src, err := pkcs12.Modern2023.WithIterations(0x10000).EncodeTrustStore(certs, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched := bytes.ReplaceAll(src, []byte{0x02, 0x03, 0x01, 0x00, 0x00}, []byte{0x02, 0x03, 0x7f, 0xff, 0xff})
+	if bytes.Equal(patched, src) {
+		t.Fatal("no iteration count found to patch")
+	}
+	return patched
 }

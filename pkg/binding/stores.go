@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"sort"
 	"strings"
 
@@ -233,9 +234,10 @@ func sameCertSet(a, b []*x509.Certificate) bool {
 }
 
 // truststoreP12 returns the source PKCS12 truststore when it holds exactly the wanted certificates
-// under the given password, or a new one built deterministically.
+// under the given password (Strimzi's ca.p12, as the proposal says), or a new one built
+// deterministically.
 func truststoreP12(certs []*x509.Certificate, password string, source []byte) ([]byte, *Failure) {
-	if len(source) > 0 {
+	if len(source) > 0 && cheapToDecode(source) {
 		if got, err := pkcs12.DecodeTrustStore(source, password); err == nil && sameCertSet(got, certs) {
 			return source, nil
 		}
@@ -276,17 +278,12 @@ func truststoreJKS(certs []*x509.Certificate, password string) ([]byte, *Failure
 	return b.Bytes(), nil
 }
 
-// keystoreP12 returns the source PKCS12 keystore when it holds exactly this key and chain under
-// the given password, or a new one built deterministically.
-func keystoreP12(key crypto.Signer, keyDER []byte, chain []*x509.Certificate, password string, source []byte) ([]byte, *Failure) {
-	if len(source) > 0 {
-		if k, leaf, cas, err := pkcs12.DecodeChain(source, password); err == nil && leaf != nil &&
-			sameCertSet(append([]*x509.Certificate{leaf}, cas...), chain) && bytes.Equal(leaf.Raw, chain[0].Raw) {
-			if der, err := x509.MarshalPKCS8PrivateKey(k); err == nil && bytes.Equal(der, keyDER) {
-				return source, nil
-			}
-		}
-	}
+// keystoreP12 builds the PKCS12 keystore deterministically. Unlike the truststore it never reuses
+// the source user.p12: checking that one holds the right key means decrypting a key bag whose
+// PBKDF iteration count can hide inside an encrypted safe, where cheapToDecode cannot see it, so
+// a hand-made user.p12 could stall a worker. The source password is still used, so the result is
+// as stable as a reused store would be.
+func keystoreP12(key crypto.Signer, keyDER []byte, chain []*x509.Certificate, password string) ([]byte, *Failure) {
 	parts := [][]byte{[]byte(password), keyDER}
 	for _, c := range chain {
 		parts = append(parts, c.Raw)
@@ -322,4 +319,106 @@ func keystoreJKS(keyDER []byte, chain []*x509.Certificate, password string) ([]b
 		return nil, fail(ReasonStoreEncodingFailed, fmt.Sprintf("encoding the JKS keystore: %v", err))
 	}
 	return b.Bytes(), nil
+}
+
+// Limits of cheapToDecode. Strimzi's stores use 2,048 (OpenSSL) or 10,000 (Java) iterations.
+const (
+	maxPBKDFIterations = 100_000
+	maxDERDepth        = 24
+	maxDERNodes        = 4096
+)
+
+// cheapToDecode reports whether decoding a PKCS12 truststore costs a bounded amount of work. The
+// iteration counts of its MAC and of its encryption are plain DER INTEGERs that a decoder obeys,
+// so a store written by hand with 2^31 iterations would hold a worker for minutes. Every INTEGER
+// reachable without decrypting (walking into OCTET STRINGs that are DER themselves) must be small;
+// a false alarm (a large certificate serial in an unencrypted bag) only means the store is rebuilt.
+// A truststore is decrypted in one step, so nothing is hidden from this walk; see keystoreP12.
+func cheapToDecode(der []byte) bool {
+	nodes := 0
+	return walkDER(der, 0, &nodes)
+}
+
+func walkDER(b []byte, depth int, nodes *int) bool {
+	if depth > maxDERDepth {
+		return false
+	}
+	for len(b) > 0 {
+		*nodes++
+		if *nodes > maxDERNodes {
+			return false
+		}
+		tag, constructed, content, rest, ok := readTLV(b)
+		if !ok {
+			return false
+		}
+		b = rest
+		switch {
+		case constructed:
+			if !walkDER(content, depth+1, nodes) {
+				return false
+			}
+		case tag == 0x02: // INTEGER
+			if len(content) > 4 || new(big.Int).SetBytes(content).Int64() > maxPBKDFIterations {
+				return false
+			}
+		case tag == 0x04: // OCTET STRING, possibly DER inside (authSafe, safe contents, parameters)
+			inner := 0
+			if len(content) > 0 && walkDERQuiet(content, depth+1, &inner) && !walkDER(content, depth+1, nodes) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// walkDERQuiet reports whether b is entirely well-formed DER, so that opaque octet strings (salts,
+// ciphertext) that merely start like DER are not judged.
+func walkDERQuiet(b []byte, depth int, nodes *int) bool {
+	if depth > maxDERDepth {
+		return false
+	}
+	for len(b) > 0 {
+		*nodes++
+		if *nodes > maxDERNodes {
+			return false
+		}
+		_, constructed, content, rest, ok := readTLV(b)
+		if !ok {
+			return false
+		}
+		if constructed && !walkDERQuiet(content, depth+1, nodes) {
+			return false
+		}
+		b = rest
+	}
+	return true
+}
+
+// readTLV reads one DER element with a single-byte tag (all PKCS12 needs; high tag numbers are
+// refused) and a definite length.
+func readTLV(b []byte) (tag byte, constructed bool, content, rest []byte, ok bool) {
+	if len(b) < 2 || b[0]&0x1f == 0x1f {
+		return 0, false, nil, nil, false
+	}
+	tag, constructed = b[0]&0x1f, b[0]&0x20 != 0
+	if b[0]&0xc0 != 0 {
+		tag = 0xff // context-specific and application tags are not universal INTEGER or OCTET STRING
+	}
+	l, n := int(b[1]), 2
+	if l&0x80 != 0 {
+		size := l & 0x7f
+		if size == 0 || size > 3 || len(b) < 2+size {
+			return 0, false, nil, nil, false
+		}
+		l = 0
+		for _, c := range b[2 : 2+size] {
+			l = l<<8 | int(c)
+		}
+		n = 2 + size
+	}
+	if l > len(b)-n {
+		return 0, false, nil, nil, false
+	}
+	return tag, constructed, b[n : n+l], b[n+l:], true
 }
