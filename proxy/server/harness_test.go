@@ -135,6 +135,12 @@ type runningProxy struct {
 
 func startProxy(t testing.TB, configPath string) *runningProxy {
 	t.Helper()
+	return startProxyWith(t, Options{ConfigPath: configPath})
+}
+
+func startProxyWith(t testing.TB, opts Options) *runningProxy {
+	t.Helper()
+	opts.PollInterval = 50 * time.Millisecond
 	logs := &logBuffer{}
 	logger := funcr.New(func(prefix, args string) {
 		logs.mu.Lock()
@@ -142,7 +148,7 @@ func startProxy(t testing.TB, configPath string) *runningProxy {
 		logs.mu.Unlock()
 	}, funcr.Options{Verbosity: 2})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	p := &runningProxy{srv: New(Options{ConfigPath: configPath, PollInterval: 50 * time.Millisecond}), cancel: cancel, done: make(chan error, 1), logs: logs}
+	p := &runningProxy{srv: New(opts), cancel: cancel, done: make(chan error, 1), logs: logs}
 	go func() { p.done <- p.srv.Run(ctx) }()
 	for !p.srv.Ready() {
 		select {

@@ -38,6 +38,9 @@ type Options struct {
 	Remaps []PathRemap
 	// PollInterval is how often the configuration and key material are checked for changes.
 	PollInterval time.Duration
+	// Listen binds the Kafka listeners; nil means net.Listen. Tests use it to bind inside
+	// another network namespace.
+	Listen func(network, address string) (net.Listener, error)
 }
 
 // Server is a running proxy.
@@ -115,6 +118,9 @@ func (s *snapshot) patterns() []string {
 func New(opts Options) *Server {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = time.Second
+	}
+	if opts.Listen == nil {
+		opts.Listen = net.Listen
 	}
 	return &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
 }
@@ -263,7 +269,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		rt := &listenerRT{cfg: l}
-		if err := rt.bind(s.listeners[l.Name]); err != nil {
+		if err := rt.bind(s.listeners[l.Name], s.opts.Listen); err != nil {
 			for _, f := range fresh {
 				f.close()
 			}
@@ -317,7 +323,7 @@ func sameBinding(a, b config.Listener) bool {
 
 // bind opens the sockets of a listener: one for TLS, bootstrap plus one per node id for
 // plain. A listener rebound on the same port is closed first.
-func (rt *listenerRT) bind(old *listenerRT) error {
+func (rt *listenerRT) bind(old *listenerRT, listen func(network, address string) (net.Listener, error)) error {
 	if old != nil {
 		old.close()
 	}
@@ -328,7 +334,7 @@ func (rt *listenerRT) bind(old *listenerRT) error {
 		}
 	}
 	for _, p := range ports {
-		ln, err := net.Listen("tcp", net.JoinHostPort(rt.cfg.BindAddress, strconv.Itoa(int(p))))
+		ln, err := listen("tcp", net.JoinHostPort(rt.cfg.BindAddress, strconv.Itoa(int(p))))
 		if err != nil {
 			rt.close()
 			return err
