@@ -37,9 +37,11 @@ for cmd in etcd kube-apiserver kube-controller-manager kubectl; do
   t0=$(date +%s)
   echo "control plane: building $cmd (a cold build takes minutes; a dot per 100 packages)" >&2
   # -v names each package as it compiles: turn that into a progress line.
-  go build -v -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "./$cmd" 2>&1 |
-    awk '/^#|error|cannot|undefined/ {print > "/dev/stderr"; next} {n++; if (n%100==0) {printf "." > "/dev/stderr"; fflush("/dev/stderr")}} END {printf " %d packages\n", n > "/dev/stderr"}'
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "control plane: building $cmd failed" >&2; exit 1; }
+  if ! go build -v -trimpath -ldflags "$ldflags" -o "$bin/$cmd" "./$cmd" 2>&1 |
+    awk '/^#|\.go:[0-9]/ {print > "/dev/stderr"; next} {n++; if (n%100==0) {printf "." > "/dev/stderr"; fflush("/dev/stderr")}} END {printf " %d packages\n", n > "/dev/stderr"}'; then
+    echo "control plane: building $cmd failed" >&2
+    exit 1
+  fi
   echo "control plane: $cmd built in $(( $(date +%s) - t0 ))s" >&2
 done
 touch "$out/.complete"

@@ -2,12 +2,13 @@
 package main
 
 import (
-	"os"
-
 	"k8s.io/component-base/cli"
 	"k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/util"
 )
 
 func main() {
-	os.Exit(cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()))
+	if err := cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()); err != nil {
+		util.CheckErr(err)
+	}
 }
