@@ -1,0 +1,241 @@
+package apis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+)
+
+// A valid object of each kind, which the cases below break in exactly one place.
+const (
+	validGateway = `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGateway
+metadata: {name: gw}
+spec:
+  listeners:
+  - name: my-listener
+    port: 9092
+    protocol: kroxylicious.io/kafka-tls
+    tls:
+      certificateRefs: [{kind: Secret, name: my-cert}]
+`
+	validRoute = `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaRoute
+metadata: {name: route}
+spec:
+  parentRefs:
+  - name: gw
+    sectionName: my-listener
+    brokers: [{advertisedBrokerIds: [0, 1, 2]}]
+    hostnames: [my-cluster-%.example.com]
+    rules:
+    - name: my-rule
+      filters: [{name: encryption}]
+      backendRefs: [{kind: Service, name: my-cluster, port: 9093}]
+`
+)
+
+func TestInvalidObjectsAreRefusedNamingTheField(t *testing.T) {
+	ensureNamespaces(t, "invalid")
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		yaml string
+		// wantField and wantMessage must both appear in the API server's refusal.
+		wantField, wantMessage string
+	}{
+		"a gateway without listeners": {
+			yaml:      "apiVersion: kroxylicious.io/v1alpha1\nkind: KafkaGateway\nmetadata: {name: gw}\nspec: {listeners: []}\n",
+			wantField: "spec.listeners", wantMessage: "should have at least 1 items",
+		},
+		"a gateway with two listeners of one name": {
+			yaml: validGateway + `  - name: my-listener
+    port: 9093
+    protocol: kroxylicious.io/kafka-tls
+    tls:
+      certificateRefs: [{name: other}]
+`,
+			wantField: "spec.listeners[1]", wantMessage: "Duplicate value",
+		},
+		"a listener tls mode other than Terminate": {
+			yaml:      strings.Replace(validGateway, "    tls:\n", "    tls:\n      mode: Passthrough\n", 1),
+			wantField: "spec.listeners[0].tls.mode", wantMessage: `supported values: "Terminate"`,
+		},
+		"a listener without tls": {
+			yaml:      strings.Replace(validGateway, "    tls:\n      certificateRefs: [{kind: Secret, name: my-cert}]\n", "", 1),
+			wantField: "spec.listeners[0]", wantMessage: "tls is required",
+		},
+		"a listener without certificates": {
+			yaml:      strings.Replace(validGateway, "[{kind: Secret, name: my-cert}]", "[]", 1),
+			wantField: "spec.listeners[0].tls.certificateRefs", wantMessage: "should have at least 1 items",
+		},
+		"a certificateRef of another kind": {
+			yaml:      strings.Replace(validGateway, "kind: Secret", "kind: ConfigMap", 1),
+			wantField: "spec.listeners[0].tls.certificateRefs[0]", wantMessage: "kind must be Secret",
+		},
+		"a certificateRef of another group": {
+			yaml:      strings.Replace(validGateway, "kind: Secret,", "group: cert-manager.io, kind: Secret,", 1),
+			wantField: "spec.listeners[0].tls.certificateRefs[0]", wantMessage: "group must be the empty string",
+		},
+		"a certificateRef without a name": {
+			yaml:      strings.Replace(validGateway, "name: my-cert", `name: ""`, 1),
+			wantField: "spec.listeners[0].tls.certificateRefs[0].name", wantMessage: "should be at least 1 chars long",
+		},
+		"a listener without a port": {
+			yaml:      strings.Replace(validGateway, "    port: 9092\n", "", 1),
+			wantField: "spec.listeners[0].port", wantMessage: "Required value",
+		},
+		"a listener without a name": {
+			yaml:      strings.Replace(validGateway, "  - name: my-listener\n    port", "  - port", 1),
+			wantField: "spec.listeners[0].name", wantMessage: "Required value",
+		},
+		"a hostname with '*'": {
+			yaml:      strings.Replace(validRoute, "my-cluster-%.example.com", "'*.example.com'", 1),
+			wantField: "spec.parentRefs[0].hostnames[0]", wantMessage: "must not contain '*'",
+		},
+		"a hostname with '%' outside the first label": {
+			yaml:      strings.Replace(validRoute, "my-cluster-%.example.com", "my-cluster.%.example.com", 1),
+			wantField: "spec.parentRefs[0].hostnames[0]", wantMessage: "'%' in its first label",
+		},
+		"a hostname with '%' and no prefix": {
+			yaml:      strings.Replace(validRoute, "my-cluster-%.example.com", "'%.example.com'", 1),
+			wantField: "spec.parentRefs[0].hostnames[0]", wantMessage: "needs a prefix before '%'",
+		},
+		"a hostname with two '%'": {
+			yaml:      strings.Replace(validRoute, "my-cluster-%.example.com", "my-%-cluster-%.example.com", 1),
+			wantField: "spec.parentRefs[0].hostnames[0]", wantMessage: "exactly one '%'",
+		},
+		"a hostname without '%'": {
+			yaml:      strings.Replace(validRoute, "my-cluster-%.example.com", "my-cluster.example.com", 1),
+			wantField: "spec.parentRefs[0].hostnames[0]", wantMessage: "'%' in its first label",
+		},
+		"a route parent of another kind": {
+			yaml:      strings.Replace(validRoute, "  - name: gw\n", "  - name: gw\n    kind: Gateway\n", 1),
+			wantField: "spec.parentRefs[0]", wantMessage: "kind must be KafkaGateway",
+		},
+		"a route filter of another kind": {
+			yaml:      strings.Replace(validRoute, "[{name: encryption}]", "[{kind: Filter, name: encryption}]", 1),
+			wantField: "spec.parentRefs[0].rules[0].filters[0]", wantMessage: "kind must be KafkaFilter",
+		},
+		"a route backend of another kind": {
+			yaml:      strings.Replace(validRoute, "kind: Service, name: my-cluster", "kind: Kafka, name: my-cluster", 1),
+			wantField: "spec.parentRefs[0].rules[0].backendRefs[0]", wantMessage: "kind must be Service",
+		},
+		"a route rule without a name": {
+			yaml:      strings.Replace(validRoute, "    - name: my-rule\n      filters", "    - filters", 1),
+			wantField: "spec.parentRefs[0].rules[0].name", wantMessage: "Required value",
+		},
+		"a route backend without a name": {
+			yaml:      strings.Replace(validRoute, "name: my-cluster, ", "", 1),
+			wantField: "spec.parentRefs[0].rules[0].backendRefs[0].name", wantMessage: "Required value",
+		},
+		"a filter without a type": {
+			yaml: `
+apiVersion: filter.kroxylicious.io/v1alpha1
+kind: KafkaFilter
+metadata: {name: f}
+spec:
+  config: {kms: Foo}
+`,
+			wantField: "spec.type", wantMessage: "Required value",
+		},
+		"a backend TLS policy targeting something other than a Service": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaBackendTLSPolicy
+metadata: {name: p}
+spec:
+  targetRefs: [{kind: Pod, name: kafka}]
+  validation: {hostname: kafka.example.com}
+`,
+			wantField: "spec.targetRefs[0]", wantMessage: "kind must be Service",
+		},
+		"an unknown TLS option": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaBackendTLSPolicy
+metadata: {name: p}
+spec:
+  targetRefs: [{kind: Service, name: kafka}]
+  validation: {hostname: kafka.example.com}
+  options: {kroxylicious.io/enabled-protocol: TLSv1.3}
+`,
+			wantField: "spec.options", wantMessage: "unknown TLS option",
+		},
+		"parameters whose two port spellings disagree": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  port: 8080
+  management: {port: 9090}
+`,
+			wantField: "spec", wantMessage: "port and management.port disagree",
+		},
+		"a connection to something other than a Kafka": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: KafkaTopic, name: my-cluster}
+`,
+			wantField: "spec.kafka", wantMessage: "kind must be Kafka",
+		},
+		"a connection without a cluster name": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka}
+`,
+			wantField: "spec.kafka.name", wantMessage: "Required value",
+		},
+		"a connection with an unknown store format": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  storeFormats: [PEM, JCEKS]
+`,
+			wantField: "spec.storeFormats[1]", wantMessage: "supported values",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(tc.yaml), &obj.Object); err != nil {
+				t.Fatalf("bad test YAML: %v", err)
+			}
+			gvk := obj.GroupVersionKind()
+			resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
+			if gvk.Kind == "KafkaGatewayParameters" {
+				resource.Resource = "kafkagatewayparameters"
+			} else if gvk.Kind == "KafkaBackendTLSPolicy" {
+				resource.Resource = "kafkabackendtlspolicies"
+			}
+			_, err := dyn.Resource(resource).Namespace("invalid").Create(context.Background(), obj, metav1.CreateOptions{FieldValidation: "Strict"})
+			if err == nil {
+				t.Fatalf("the API server accepted it")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.wantField) || !strings.Contains(msg, tc.wantMessage) {
+				t.Fatalf("refusal does not name %q with %q:\n%s", tc.wantField, tc.wantMessage, msg)
+			}
+		})
+	}
+}
