@@ -228,7 +228,7 @@ func decodePEMCerts(t *testing.T, b []byte) []*x509.Certificate {
 
 func jksTrusted(t *testing.T, b, password []byte) [][]byte {
 	t.Helper()
-	ks := keystore.New()
+	ks := keystore.New(keystore.WithOrderedAliases())
 	if err := ks.Load(bytes.NewReader(b), password); err != nil {
 		t.Fatalf("JKS does not load: %v", err)
 	}
