@@ -166,6 +166,16 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
 		}
 		total := int64(size) + 4
+		if p.Key == KeyFetch && p.Version >= 16 {
+			n, err := StreamFetch(src, dst, p.Version, total, m)
+			if err != nil {
+				return err
+			}
+			if stats != nil && n > 0 {
+				stats.Rewrote(p.Key, n)
+			}
+			continue
+		}
 		if !NeedsRewrite(p.Key, p.Version) {
 			if _, err := io.CopyN(dst, src, total); err != nil {
 				return err

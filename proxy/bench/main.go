@@ -1,0 +1,406 @@
+// Command bench measures kafkalink-proxy against direct connections, in one process and one
+// run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and process
+// CPU per MiB moved, for four paths:
+//
+//   - direct plain: kgo to kfake;
+//   - proxy plain: kgo to the proxy (plain listener, port per broker) to the same kfake;
+//   - direct TLS: kgo to a kfake that serves TLS;
+//   - proxy TLS: kgo over TLS (real SNI) to the proxy, plain upstream to the plain kfake.
+//
+// Run it with: go run ./proxy/bench [-mib 256] [-rounds 3]. It is a benchmark, not a test:
+// figures are noisy on a shared machine, so compare the ratios within one run.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/proxy/server"
+)
+
+type path struct {
+	name string
+	opts []kgo.Opt
+}
+
+type result struct {
+	produce, fetch, p50, p99, cpuPerMiB float64
+}
+
+func main() {
+	mib := flag.Int("mib", 256, "MiB produced and fetched per path and round")
+	rounds := flag.Int("rounds", 3, "rounds over the four paths; the table shows the median")
+	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
+	flag.Parse()
+	if err := run(*mib, *rounds, *latN); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(mib, rounds, latN int) error {
+	dir, err := os.MkdirTemp("", "kafkalink-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ca, caKey, pool, err := newCA()
+	if err != nil {
+		return err
+	}
+	kfakeCert, err := issue(ca, caKey, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return err
+	}
+	proxyCert, err := issue(ca, caKey, []string{"*.bench.test"}, nil)
+	if err != nil {
+		return err
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := writePair(proxyCert, certFile, keyFile); err != nil {
+		return err
+	}
+
+	plain, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4))
+	if err != nil {
+		return err
+	}
+	defer plain.Close()
+	tlsK, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4),
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{*kfakeCert}}))
+	if err != nil {
+		return err
+	}
+	defer tlsK.Close()
+
+	ports := freePorts(4)
+	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
+listeners:
+- name: plain
+  port: %d
+  bindAddress: 127.0.0.1
+  portPerBroker: {firstBrokerPort: %d, maxNodeId: 0}
+- name: tls
+  port: %d
+  bindAddress: 127.0.0.1
+  keyPairs: [{certificateFile: %s, privateKeyFile: %s}]
+virtualClusters:
+- {name: plain, listener: plain, bootstrapHost: plain-bootstrap.bench.test, brokerPattern: plain-broker-$(nodeId).bench.test, targetBootstrap: %q}
+- {name: tls, listener: tls, bootstrapHost: tls-bootstrap.bench.test, brokerPattern: tls-broker-$(nodeId).bench.test, targetBootstrap: %q}
+management: {port: %d, bindAddress: 127.0.0.1}
+`, ports[0], ports[1], ports[2], certFile, keyFile, plain.ListenAddrs()[0], plain.ListenAddrs()[0], ports[3])
+	cfgPath := filepath.Join(dir, "proxy.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	defer cancel()
+	srv := server.New(server.Options{ConfigPath: cfgPath})
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	for !srv.Ready() {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, _ := net.SplitHostPort(addr)
+			if useTLS {
+				d := &tls.Dialer{Config: &tls.Config{ServerName: host, RootCAs: pool}}
+				return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+		}
+	}
+	paths := []path{
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}},
+		{"proxy TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("tls-bootstrap.bench.test:%d", ports[2])), kgo.Dialer(toLoopback(true))}},
+	}
+	all := make([][]result, len(paths))
+	for r := 0; r < rounds; r++ {
+		for i, p := range paths {
+			res, err := measure(p, fmt.Sprintf("bench-%d-%d", r, i), mib, latN)
+			if err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
+			all[i] = append(all[i], res)
+			fmt.Fprintf(os.Stderr, "round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
+				r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
+		}
+	}
+	med := make([]result, len(paths))
+	for i := range paths {
+		med[i] = median(all[i])
+	}
+	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n\n", mib, rounds, latN, runtimeProcs())
+	fmt.Println("| path | produce MiB/s | fetch MiB/s | fetch vs direct | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for i, p := range paths {
+		base := med[i]
+		if i%2 == 1 {
+			base = med[i-1]
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch,
+			100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
+	}
+	fmt.Println("\nproxy rows compare with the direct row above them (proxy TLS with direct TLS). CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	cancel()
+	<-done
+	return nil
+}
+
+func measure(p path, topic string, mib, latN int) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var res result
+	value := make([]byte, 4096)
+	_, _ = rand.Read(value)
+	n := mib * 1024 * 1024 / len(value)
+
+	prod, err := kgo.NewClient(append(p.opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
+	if err != nil {
+		return res, err
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // create the topic, warm up
+		return res, err
+	}
+	cpu0 := cpuTime()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		prod.Produce(ctx, &kgo.Record{Value: value}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		return res, err
+	}
+	el := time.Since(start).Seconds()
+	res.produce = float64(mib) / el
+
+	fetched, fel, err := fetchAll(ctx, prod, topic)
+	if err != nil {
+		return res, err
+	}
+	if fetched < int64(n)*int64(len(value)) {
+		return res, fmt.Errorf("fetched %d bytes, produced %d", fetched, n*len(value))
+	}
+	res.fetch = float64(fetched) / (1 << 20) / fel.Seconds()
+	res.cpuPerMiB = (cpuTime() - cpu0).Seconds() * 1000 / float64(2*mib)
+
+	lat := make([]float64, 0, latN)
+	small := &kgo.Record{Value: make([]byte, 100)}
+	for i := 0; i < latN+100; i++ {
+		s := time.Now()
+		r := *small
+		if err := prod.ProduceSync(ctx, &r).FirstErr(); err != nil {
+			return res, err
+		}
+		if i >= 100 {
+			lat = append(lat, float64(time.Since(s).Microseconds()))
+		}
+	}
+	sort.Float64s(lat)
+	res.p50, res.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+
+	// Free kfake's memory before the next path.
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TopicNames = []string{topic}
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, dt)
+	_, _ = req.RequestWith(ctx, prod)
+	return res, nil
+}
+
+// fetchAll reads every partition of topic from offset 0 to its end with sequential Fetch
+// requests of up to 64 MiB on the client's established connection to broker 0, and returns
+// the record bytes received and the time taken. kgo's consumer would buffer everything
+// before the first poll returns, which hides the transfer time.
+func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Duration, error) {
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(topic)
+	mreq.Topics = append(mreq.Topics, mt)
+	md, err := mreq.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(md.Topics) != 1 {
+		return 0, 0, fmt.Errorf("topic %s not found", topic)
+	}
+	offsets := map[int32]int64{}
+	for _, p := range md.Topics[0].Partitions {
+		offsets[p.Partition] = 0
+	}
+	broker := cl.Broker(0)
+	var total int64
+	start := time.Now()
+	for len(offsets) > 0 {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 0
+		req.MinBytes = 1
+		req.MaxBytes = 64 << 20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = topic, md.Topics[0].TopicID
+		for p, off := range offsets {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, off, 16<<20
+			fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = -1, -1, -1
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		req.Topics = append(req.Topics, ft)
+		kresp, err := broker.Request(ctx, req)
+		if err != nil {
+			return 0, 0, err
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return 0, 0, fmt.Errorf("fetch partition %d: error %d", p.Partition, p.ErrorCode)
+				}
+				total += int64(len(p.RecordBatches))
+				next := nextOffset(p.RecordBatches, offsets[p.Partition])
+				if os.Getenv("BENCH_DEBUG") != "" {
+					fmt.Fprintln(os.Stderr, p.Partition, offsets[p.Partition], len(p.RecordBatches), next, p.HighWatermark)
+				}
+				if next >= p.HighWatermark {
+					delete(offsets, p.Partition)
+				} else {
+					offsets[p.Partition] = next
+				}
+			}
+		}
+	}
+	return total, time.Since(start), nil
+}
+
+// nextOffset returns the offset after the last complete record batch in b.
+func nextOffset(b []byte, from int64) int64 {
+	next := from
+	for len(b) >= 27 {
+		base := int64(binary.BigEndian.Uint64(b))
+		l := int(int32(binary.BigEndian.Uint32(b[8:])))
+		if l < 15 || 12+l > len(b) {
+			break
+		}
+		next = base + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
+		b = b[12+l:]
+	}
+	return next
+}
+
+func median(rs []result) result {
+	pick := func(f func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return result{
+		produce: pick(func(r result) float64 { return r.produce }), fetch: pick(func(r result) float64 { return r.fetch }),
+		p50: pick(func(r result) float64 { return r.p50 }), p99: pick(func(r result) float64 { return r.p99 }),
+		cpuPerMiB: pick(func(r result) float64 { return r.cpuPerMiB }),
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func runtimeProcs() string {
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		return v
+	}
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return fmt.Sprint(strings.Count(string(b), "processor\t:"))
+}
+
+func freePorts(n int) []int {
+	var out []int
+	var lns []net.Listener
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return out
+}
+
+func newCA() (*x509.Certificate, *ecdsa.PrivateKey, *x509.CertPool, error) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return cert, key, pool, nil
+}
+
+func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, dns []string, ips []net.IP) (*tls.Certificate, error) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "bench"}, DNSNames: dns, IPAddresses: ips,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func writePair(c *tls.Certificate, certFile, keyFile string) error {
+	kb, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600)
+}

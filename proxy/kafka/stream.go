@@ -1,0 +1,356 @@
+package kafka
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// Fetch responses are the bulk of a consumer's traffic and can be tens of MiB. Buffering one
+// whole before forwarding it would serialise the broker-to-proxy and proxy-to-client
+// transfers and halve fetch throughput. So a Fetch v16+ response is streamed: its structure
+// is walked as it is copied, records included, and only the top-level tagged fields at its
+// very end (where NodeEndpoints live) are held back and rewritten. The frame size has
+// already gone out by then, so the rewritten tagged section keeps the original length:
+// NodeEndpoints are rewritten in place and the difference is filled with a padding tag
+// that clients skip as unknown; when the rewritten endpoints do not fit, they are dropped
+// (clients then refresh metadata, as before KIP-951) but never leak an upstream address.
+
+// PaddingTag is the tag number used to keep a rewritten tagged section at its original
+// length. It is far above any tag Kafka defines, so clients skip it as unknown.
+const PaddingTag = 16383
+
+// walker copies a frame from src to dst while decoding its structure, within left bytes.
+type walker struct {
+	src  *bufio.Reader
+	dst  io.Writer
+	left int64
+	err  error
+}
+
+func (w *walker) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *walker) copyN(n int64) {
+	if w.err != nil {
+		return
+	}
+	if n < 0 || n > w.left {
+		w.fail(malformed("field of %d bytes with %d left in the frame", n, w.left))
+		return
+	}
+	if _, err := io.CopyN(w.dst, w.src, n); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		w.fail(err)
+		return
+	}
+	w.left -= n
+}
+
+func (w *walker) uvarint() uint64 {
+	if w.err != nil {
+		return 0
+	}
+	b, err := w.src.Peek(int(min(w.left, binary.MaxVarintLen64)))
+	if len(b) == 0 && err != nil {
+		w.fail(err)
+		return 0
+	}
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		w.fail(malformed("bad varint"))
+		return 0
+	}
+	w.copyN(int64(n))
+	return v
+}
+
+// array walks a compact array, calling elem for each element.
+func (w *walker) array(elem func()) {
+	n := w.uvarint()
+	if n == 0 { // null
+		return
+	}
+	if n-1 > uint64(w.left) { // every element takes at least one byte
+		w.fail(malformed("array of %d elements with %d bytes left", n-1, w.left))
+		return
+	}
+	for i := uint64(1); i < n && w.err == nil; i++ {
+		elem()
+	}
+}
+
+func (w *walker) tags() {
+	n := w.uvarint()
+	if n > uint64(w.left) {
+		w.fail(malformed("%d tags with %d bytes left", n, w.left))
+		return
+	}
+	for i := uint64(0); i < n && w.err == nil; i++ {
+		w.uvarint()
+		size := w.uvarint()
+		if size > uint64(w.left) {
+			w.fail(malformed("tag of %d bytes with %d left", size, w.left))
+			return
+		}
+		w.copyN(int64(size))
+	}
+}
+
+// StreamFetch copies one Fetch response frame (size included, total bytes long) of version
+// 12 or later from src to dst, rewriting the NodeEndpoints of v16+ with m as described
+// above. It returns the number of addresses rewritten.
+func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m AddressMap) (int, error) {
+	if version < 12 || version > MaxVersion(KeyFetch) {
+		return 0, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
+	}
+	w := &walker{src: src, dst: dst, left: total}
+	w.copyN(8) // size, correlation id
+	w.tags()   // response header
+	w.copyN(4 + 2 + 4)
+	w.array(func() { // topics
+		if version >= 13 {
+			w.copyN(16) // topic id
+		} else {
+			l := w.uvarint()
+			if l > 0 {
+				w.copyN(int64(l - 1))
+			}
+		}
+		w.array(func() { // partitions
+			w.copyN(4 + 2 + 8 + 8 + 8)
+			w.array(func() { // aborted transactions
+				w.copyN(16)
+				w.tags()
+			})
+			w.copyN(4)                   // preferred read replica
+			if l := w.uvarint(); l > 0 { // records
+				w.copyN(int64(l - 1))
+			}
+			w.tags()
+		})
+		w.tags()
+	})
+	if w.err != nil {
+		return 0, w.err
+	}
+	// The rest of the frame is the top-level tagged section.
+	if w.left > 1<<20 {
+		return 0, malformed("%d bytes of top-level tagged fields", w.left)
+	}
+	tail := make([]byte, w.left)
+	if _, err := io.ReadFull(src, tail); err != nil {
+		return 0, err
+	}
+	if version < 16 {
+		_, err := dst.Write(tail)
+		return 0, err
+	}
+	out, n, err := rewriteTagSection(tail, m)
+	if err != nil {
+		return 0, err
+	}
+	_, err = dst.Write(out)
+	return n, err
+}
+
+type tag struct {
+	key  uint64
+	data []byte
+}
+
+func parseTags(b []byte) ([]tag, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return nil, malformed("bad tag count")
+	}
+	off := n
+	tags := make([]tag, 0, count)
+	for i := uint64(0); i < count; i++ {
+		key, n := binary.Uvarint(b[off:])
+		if n <= 0 {
+			return nil, malformed("bad tag key")
+		}
+		off += n
+		size, n := binary.Uvarint(b[off:])
+		if n <= 0 || size > uint64(len(b)-off-n) {
+			return nil, malformed("bad tag size")
+		}
+		off += n
+		tags = append(tags, tag{key: key, data: b[off : off+int(size)]})
+		off += int(size)
+	}
+	if off != len(b) {
+		return nil, malformed("%d bytes after the tagged fields", len(b)-off)
+	}
+	return tags, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func appendTag(dst []byte, t tag) []byte {
+	dst = binary.AppendUvarint(dst, t.key)
+	dst = binary.AppendUvarint(dst, uint64(len(t.data)))
+	return append(dst, t.data...)
+}
+
+// padTo encodes tags plus, if needed, one padding tag so that the section is exactly size
+// bytes long. ok is false when that is impossible.
+func padTo(tags []tag, size int) ([]byte, bool) {
+	body := 0
+	var maxKey uint64
+	for _, t := range tags {
+		body += uvarintLen(t.key) + uvarintLen(uint64(len(t.data))) + len(t.data)
+		maxKey = max(maxKey, t.key)
+	}
+	if uvarintLen(uint64(len(tags)))+body == size {
+		out := binary.AppendUvarint(make([]byte, 0, size), uint64(len(tags)))
+		for _, t := range tags {
+			out = appendTag(out, t)
+		}
+		return out, true
+	}
+	key := uint64(PaddingTag)
+	if maxKey >= key {
+		key = maxKey + 1
+	}
+	need := size - uvarintLen(uint64(len(tags)+1)) - body - uvarintLen(key)
+	for sl := 1; sl <= 3; sl++ {
+		c := need - sl
+		if c >= 0 && uvarintLen(uint64(c)) == sl {
+			out := binary.AppendUvarint(make([]byte, 0, size), uint64(len(tags)+1))
+			for _, t := range tags {
+				out = appendTag(out, t)
+			}
+			return appendTag(out, tag{key: key, data: make([]byte, c)}), true
+		}
+	}
+	return nil, false
+}
+
+// rewriteTagSection rewrites the NodeEndpoints (tag 0) of a Fetch response's top-level
+// tagged section, keeping its length.
+func rewriteTagSection(section []byte, m AddressMap) ([]byte, int, error) {
+	tags, err := parseTags(section)
+	if err != nil {
+		return nil, 0, err
+	}
+	idx := -1
+	for i, t := range tags {
+		if t.key == 0 {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return section, 0, nil
+	}
+	eps, n, err := rewriteEndpoints(tags[idx].data, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	withEps := append([]tag(nil), tags...)
+	withEps[idx].data = eps
+	if out, ok := padTo(withEps, len(section)); ok {
+		return out, n, nil
+	}
+	without := append(append([]tag(nil), tags[:idx]...), tags[idx+1:]...)
+	if out, ok := padTo(without, len(section)); ok {
+		return out, n, nil
+	}
+	return nil, 0, errors.New("cannot rewrite Fetch NodeEndpoints within the original frame size")
+}
+
+// rewriteEndpoints decodes a compact array of {NodeID int32, Host compact string, Port
+// int32, Rack compact nullable string, tags} and re-encodes it with rewritten addresses.
+func rewriteEndpoints(b []byte, m AddressMap) ([]byte, int, error) {
+	r := b
+	next := func(n int) ([]byte, bool) {
+		if n < 0 || n > len(r) {
+			return nil, false
+		}
+		v := r[:n]
+		r = r[n:]
+		return v, true
+	}
+	uv := func() (uint64, bool) {
+		v, n := binary.Uvarint(r)
+		if n <= 0 {
+			return 0, false
+		}
+		r = r[n:]
+		return v, true
+	}
+	count, ok := uv()
+	if !ok || count == 0 || count-1 > uint64(len(r)) {
+		return nil, 0, malformed("bad NodeEndpoints array")
+	}
+	out := binary.AppendUvarint(nil, count)
+	rewrites := 0
+	for i := uint64(1); i < count; i++ {
+		idb, ok1 := next(4)
+		hl, ok2 := uv()
+		if !ok1 || !ok2 || hl == 0 {
+			return nil, 0, malformed("bad NodeEndpoints entry")
+		}
+		host, ok3 := next(int(hl - 1))
+		pb, ok4 := next(4)
+		rl, ok5 := uv()
+		if !ok3 || !ok4 || !ok5 {
+			return nil, 0, malformed("bad NodeEndpoints entry")
+		}
+		var rack []byte
+		if rl > 0 {
+			if rack, ok = next(int(rl - 1)); !ok {
+				return nil, 0, malformed("bad NodeEndpoints rack")
+			}
+		}
+		tagStart := r
+		tc, ok := uv()
+		if !ok {
+			return nil, 0, malformed("bad NodeEndpoints tags")
+		}
+		for j := uint64(0); j < tc; j++ {
+			if _, ok := uv(); !ok {
+				return nil, 0, malformed("bad NodeEndpoints tags")
+			}
+			sz, ok := uv()
+			if !ok {
+				return nil, 0, malformed("bad NodeEndpoints tags")
+			}
+			if _, ok := next(int(sz)); !ok || sz > uint64(len(tagStart)) {
+				return nil, 0, malformed("bad NodeEndpoints tags")
+			}
+		}
+		tagBytes := tagStart[:len(tagStart)-len(r)]
+		id := int32(binary.BigEndian.Uint32(idb))
+		h, p := string(host), int32(binary.BigEndian.Uint32(pb))
+		if id >= 0 {
+			h, p = m(id, h, p)
+			rewrites++
+		}
+		out = append(out, idb...)
+		out = binary.AppendUvarint(out, uint64(len(h))+1)
+		out = append(out, h...)
+		out = binary.BigEndian.AppendUint32(out, uint32(p))
+		out = binary.AppendUvarint(out, rl)
+		out = append(out, rack...)
+		out = append(out, tagBytes...)
+	}
+	if len(r) != 0 {
+		return nil, 0, malformed("bytes after NodeEndpoints")
+	}
+	return out, rewrites, nil
+}

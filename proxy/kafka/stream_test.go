@@ -1,0 +1,109 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func sized(frame []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
+}
+
+func streamFetch(t testing.TB, version int16, in []byte, m AddressMap) ([]byte, int, error) {
+	var out bytes.Buffer
+	n, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(in), 16), &out, version, int64(len(in)), m)
+	return out.Bytes(), n, err
+}
+
+func TestStreamFetch(t *testing.T) {
+	long := func(id int32, _ string, _ int32) (string, int32) {
+		return strings.Repeat("x", 200) + ".example.com", 9292
+	}
+	short := func(id int32, _ string, _ int32) (string, int32) { return "b1.example", 9292 }
+	tests := map[string]struct {
+		brokers   []kmsg.FetchResponseBroker
+		m         AddressMap
+		wantHosts []string
+	}{
+		"a response without node endpoints is copied byte for byte": {m: testMap},
+		"node endpoints that fit are rewritten and padded": {
+			brokers: []kmsg.FetchResponseBroker{{NodeID: 1, Host: "upstream-broker-1.kafka.svc.cluster.local", Port: 9093}},
+			m:       short, wantHosts: []string{"b1.example"},
+		},
+		"node endpoints that do not fit are dropped, never leaked": {
+			brokers: []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093}},
+			m:       long,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for v := int16(16); v <= MaxVersion(KeyFetch); v++ {
+				r := sampleResponse(KeyFetch, v).(*kmsg.FetchResponse)
+				r.Brokers = tc.brokers
+				in := sized(frameResponse(r))
+				out, _, err := streamFetch(t, v, in, tc.m)
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				if len(out) != len(in) {
+					t.Fatalf("v%d: %d bytes out, %d in", v, len(out), len(in))
+				}
+				if tc.brokers == nil && !bytes.Equal(out, in) {
+					t.Fatalf("v%d: bytes changed", v)
+				}
+				got := kmsg.NewPtrFetchResponse()
+				got.SetVersion(v)
+				if err := got.ReadFrom(out[4+5:]); err != nil {
+					t.Fatalf("v%d: output does not decode: %v", v, err)
+				}
+				var hosts []string
+				for _, b := range got.Brokers {
+					hosts = append(hosts, b.Host)
+				}
+				if strings.Join(hosts, ",") != strings.Join(tc.wantHosts, ",") {
+					t.Fatalf("v%d: hosts %v, want %v", v, hosts, tc.wantHosts)
+				}
+				if string(got.Topics[0].Partitions[0].RecordBatches) != "opaque record batches" {
+					t.Fatalf("v%d: records changed", v)
+				}
+			}
+		})
+	}
+}
+
+// TestStreamFetchMatchesBufferedRewrite checks that streaming and the buffered rewrite agree
+// on the addresses whenever the rewritten endpoints fit.
+func TestStreamFetchMatchesBufferedRewrite(t *testing.T) {
+	r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+	r.Brokers[0].Host = strings.Repeat("h", 100)
+	in := frameResponse(r)
+	buffered, _, err := RewriteResponse(nil, KeyFetch, 16, in, testMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, n, err := streamFetch(t, 16, sized(in), testMap)
+	if err != nil || n != 1 {
+		t.Fatalf("%d %v", n, err)
+	}
+	if a, b := addresses(t, KeyFetch, 16, buffered), addresses(t, KeyFetch, 16, streamed[4:]); strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Fatalf("buffered %v, streamed %v", a, b)
+	}
+}
+
+func FuzzStreamFetch(f *testing.F) {
+	for v := int16(12); v <= MaxVersion(KeyFetch); v++ {
+		f.Add(v, sized(frameResponse(sampleResponse(KeyFetch, max(v, 16)))))
+	}
+	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
+		var out bytes.Buffer
+		_, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(frame), 16), &out, version, int64(len(frame)), testMap)
+		if err == nil && out.Len() != len(frame) {
+			t.Fatalf("%d bytes out for a %d-byte frame", out.Len(), len(frame))
+		}
+	})
+}
