@@ -64,6 +64,12 @@ func (pc *proxyConn) drain() {
 	_ = pc.client.SetReadDeadline(time.Now())
 }
 
+func (pc *proxyConn) isDraining() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	return pc.draining
+}
+
 func (pc *proxyConn) closeNow() {
 	pc.client.Close()
 	if pc.upstream != nil {
@@ -224,6 +230,10 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 	reqDone := make(chan error, 1)
 	go func() {
 		err := kafka.CopyRequests(bufio.NewReaderSize(cc, bufSize), bufio.NewWriterSize(pc.upstream, bufSize), pending, lim.MaxFrameBytes, pc.beforeRead)
+		if pc.isDraining() {
+			// The drain's deadline interrupted the read: let responses in flight finish.
+			err = errDraining
+		}
 		if !errors.Is(err, errDraining) && !errors.Is(err, io.EOF) {
 			// Anything but a clean end or a drain ends the connection now.
 			pc.closeNow()
