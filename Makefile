@@ -1,0 +1,50 @@
+# kafkalink: `make demo` runs the product on a local control plane; `make test` runs everything CI runs.
+SHELL := /bin/bash
+GO ?= go
+FUZZTIME ?= 10s
+# Control-plane tests start real processes; run their packages one at a time on small machines.
+INTEGRATION_FLAGS ?= -p 1 -timeout 40m
+
+.PHONY: all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests clean
+
+all: build
+
+build: ## Build the operator and the proxy into bin/.
+	$(GO) build -o bin/ ./cmd/...
+
+controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager and kubectl.
+	@bash hack/build-controlplane.sh >/dev/null
+
+test: verify test-unit test-integration fuzz ## Everything CI runs.
+
+test-unit: ## Pure packages, the proxy with kfake, and everything that needs no control plane.
+	$(GO) test -short -count=1 ./...
+
+test-integration: controlplane ## Control-plane tests: real kube-apiserver, etcd and kube-controller-manager.
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	  $(GO) test -count=1 $(INTEGRATION_FLAGS) ./test/...
+
+e2e: test-integration ## End-to-end tests live with the control-plane tests.
+
+fuzz: ## A short run of every fuzz target (FUZZTIME each).
+	FUZZTIME=$(FUZZTIME) bash hack/fuzz.sh
+
+generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations and CRDs.
+	bash hack/update-codegen.sh
+
+verify: ## Fail when generated code is stale or Go files are not gofmt'ed.
+	bash hack/verify-codegen.sh
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^generated/')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+lint: ## go vet.
+	$(GO) vet ./...
+
+bench: ## Benchmarks (figures, not pass/fail).
+	@echo "benchmarks are added by the binding, gateway and proxy work"
+
+demo: controlplane ## Start a local control plane with the CRDs and seed examples and run the operator.
+	$(GO) run ./hack/demo
+
+clean:
+	rm -rf bin _output

@@ -1,0 +1,40 @@
+// Command kafkalink-operator runs kafkalink's controllers: it turns KafkaConnections into
+// Service Binding Secrets and KafkaGateways into running proxies.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/pkg/operator"
+)
+
+func main() {
+	var opts operator.Options
+	opts.AddFlags(flag.CommandLine)
+	klog.InitFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
+
+	cfg, err := operator.RestConfig(opts.Kubeconfig)
+	if err == nil {
+		var clients operator.Clients
+		if clients, err = operator.NewClients(cfg); err == nil {
+			err = operator.Run(ctx, opts, clients, controllers...)
+		}
+	}
+	klog.Flush()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kafkalink-operator:", err)
+		os.Exit(1)
+	}
+}

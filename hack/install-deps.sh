@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need beyond Go: Debian's kcat (a real librdkafka client)
+# and iproute2 (network namespaces give kcat its own hosts file). Go modules come from the
+# module proxy on first use.
+set -euo pipefail
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+go mod download

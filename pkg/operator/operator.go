@@ -1,0 +1,369 @@
+// Package operator wires kafkalink's controllers to a cluster: clients, shared informer factories
+// per watched namespace, leader election on a Lease, events, and the /healthz, /readyz and
+// /metrics endpoints. The controllers themselves live in their own packages and receive an Env.
+package operator
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
+
+	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
+	kafkalinkscheme "github.com/kafkalink/kafkalink/generated/clientset/versioned/scheme"
+	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+)
+
+// Options are the operator's settings, bound to command-line flags by AddFlags.
+type Options struct {
+	Kubeconfig              string
+	WatchNamespaces         []string
+	MetricsAddress          string
+	HealthAddress           string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	Workers                 int
+	ClusterDomain           string
+	ProxyImage              string
+}
+
+// AddFlags binds the options to flags with their defaults.
+func (o *Options) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
+	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", func(s string) error {
+		o.WatchNamespaces = nil
+		for _, ns := range strings.Split(s, ",") {
+			if ns = strings.TrimSpace(ns); ns != "" {
+				o.WatchNamespaces = append(o.WatchNamespaces, ns)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&o.MetricsAddress, "metrics-address", ":8080", "Address of the Prometheus /metrics endpoint; empty disables it.")
+	fs.StringVar(&o.HealthAddress, "health-address", ":8081", "Address of the /healthz and /readyz endpoints.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Run controllers only while holding the leader Lease, so replicas can stand by.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease; $POD_NAMESPACE, else kafkalink-system, when empty.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "kafkalink-operator", "Name of the leader Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed Lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader retries renewing before giving up.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to take or renew the Lease.")
+	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
+	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
+}
+
+// Clients are the API clients controllers use.
+type Clients struct {
+	Config    *rest.Config
+	Kube      kubernetes.Interface
+	KafkaLink kafkalinkclient.Interface
+	Gateway   gatewayclient.Interface
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+}
+
+// Informers are the shared informer factories for one namespace ("" for all). Controllers ask for
+// informers before Start; the operator starts the factories.
+type Informers struct {
+	Namespace string
+	Kube      kubeinformers.SharedInformerFactory
+	KafkaLink kafkalinkinformers.SharedInformerFactory
+	Gateway   gatewayinformers.SharedInformerFactory
+	Dynamic   dynamicinformer.DynamicSharedInformerFactory
+}
+
+func newInformers(c Clients, namespace string) Informers {
+	return Informers{
+		Namespace: namespace,
+		Kube:      kubeinformers.NewSharedInformerFactoryWithOptions(c.Kube, 0, kubeinformers.WithNamespace(namespace)),
+		KafkaLink: kafkalinkinformers.NewSharedInformerFactoryWithOptions(c.KafkaLink, 0, kafkalinkinformers.WithNamespace(namespace)),
+		Gateway:   gatewayinformers.NewSharedInformerFactoryWithOptions(c.Gateway, 0, gatewayinformers.WithNamespace(namespace)),
+		Dynamic:   dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, namespace, nil),
+	}
+}
+
+func (i Informers) start(stop <-chan struct{}) {
+	i.Kube.Start(stop)
+	i.KafkaLink.Start(stop)
+	i.Gateway.Start(stop)
+	i.Dynamic.Start(stop)
+}
+
+func (i Informers) shutdown() {
+	i.Kube.Shutdown()
+	i.KafkaLink.Shutdown()
+	i.Gateway.Shutdown()
+	i.Dynamic.Shutdown()
+}
+
+// Env is what a controller constructor gets: clients, the informers of one watched namespace,
+// an event recorder and the options.
+type Env struct {
+	Clients   Clients
+	Informers Informers
+	Recorder  record.EventRecorder
+	Options   Options
+}
+
+// NewControllerFunc builds a controller for one watched namespace. It registers its informers and
+// event handlers but starts nothing.
+type NewControllerFunc func(ctx context.Context, env Env) (*controller.Controller, error)
+
+// Scheme knows the built-in kinds and kafkalink's, for events about our objects.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(kubescheme.AddToScheme(Scheme))
+	utilruntime.Must(kafkalinkscheme.AddToScheme(Scheme))
+}
+
+// RestConfig loads the kubeconfig, or the in-cluster configuration when path is empty.
+func RestConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// NewClients builds every client from one configuration.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	var c Clients
+	var err error
+	c.Config = cfg
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.KafkaLink, err = kafkalinkclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.Gateway, err = gatewayclient.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, err
+	}
+	if c.Discovery, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Run runs the operator until ctx ends: it builds the controllers for every watched namespace,
+// starts the informers and the health and metrics servers, and runs the controllers' workers
+// while it holds the leader Lease. It returns nil after a clean shutdown.
+func Run(ctx context.Context, opts Options, clients Clients, constructors ...NewControllerFunc) error {
+	logger := klog.FromContext(ctx)
+	controller.RegisterMetrics()
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "kafkalink-operator"})
+
+	namespaces := opts.WatchNamespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	var allInformers []Informers
+	var controllers []*controller.Controller
+	for _, ns := range namespaces {
+		inf := newInformers(clients, ns)
+		allInformers = append(allInformers, inf)
+		for _, newController := range constructors {
+			c, err := newController(ctx, Env{Clients: clients, Informers: inf, Recorder: recorder, Options: opts})
+			if err != nil {
+				return fmt.Errorf("building controllers for namespace %q: %w", ns, err)
+			}
+			controllers = append(controllers, c)
+		}
+	}
+	// Informers run on every replica, so a standby's caches are warm when it takes over and its
+	// readiness means the same as the leader's.
+	informerCtx, stopInformers := context.WithCancel(ctx)
+	defer func() {
+		stopInformers()
+		for _, inf := range allInformers {
+			inf.shutdown()
+		}
+	}()
+	for _, inf := range allInformers {
+		inf.start(informerCtx.Done())
+	}
+	ready := func() bool {
+		for _, c := range controllers {
+			if !c.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+
+	var elector *leaderelection.LeaderElector
+	var leading atomic.Bool
+	healthMux := http.NewServeMux()
+	healthMux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if elector != nil {
+			// Fails when this replica holds the Lease but has stopped renewing it.
+			if err := elector.Check(20 * time.Second); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	healthMux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !ready() {
+			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "ok (leader: %t)\n", leading.Load())
+	})
+	servers := []*http.Server{{Addr: opts.HealthAddress, Handler: healthMux, ReadHeaderTimeout: 5 * time.Second}}
+	if opts.MetricsAddress != "" {
+		metricsMux := http.NewServeMux()
+		metricsMux.Handle("/metrics", promhttp.HandlerFor(controller.Registry, promhttp.HandlerOpts{}))
+		servers = append(servers, &http.Server{Addr: opts.MetricsAddress, Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second})
+	}
+	serveErrs := make(chan error, len(servers))
+	for _, srv := range servers {
+		l, err := net.Listen("tcp", srv.Addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", srv.Addr, err)
+		}
+		logger.Info("Serving", "address", l.Addr().String())
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				serveErrs <- err
+			}
+		}()
+	}
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, srv := range servers {
+			_ = srv.Shutdown(shutdownCtx)
+		}
+	}()
+
+	runControllers := func(ctx context.Context) {
+		leading.Store(true)
+		var wg sync.WaitGroup
+		for _, c := range controllers {
+			wg.Go(func() { c.Run(ctx, opts.Workers) })
+		}
+		wg.Wait()
+	}
+
+	if !opts.LeaderElect {
+		runControllers(ctx)
+		return nil
+	}
+	lock, err := newLeaseLock(opts, clients, recorder)
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	lostLease := make(chan struct{})
+	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.LeaseDuration,
+		RenewDeadline:   opts.RenewDeadline,
+		RetryPeriod:     opts.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            opts.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Became leader", "lease", opts.LeaderElectionID, "identity", lock.Identity())
+				runControllers(ctx)
+			},
+			OnStoppedLeading: func() {
+				leading.Store(false)
+				close(lostLease)
+			},
+			OnNewLeader: func(identity string) {
+				if identity != lock.Identity() {
+					logger.Info("Waiting: another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	go elector.Run(runCtx)
+	select {
+	case <-ctx.Done():
+		cancelRun()
+		// Give the elector its chance to release the Lease, so a standby takes over at once.
+		select {
+		case <-lostLease:
+		case <-time.After(5 * time.Second):
+		}
+		logger.Info("Shut down cleanly")
+		return nil
+	case <-lostLease:
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New("lost the leader Lease")
+	case err := <-serveErrs:
+		return err
+	}
+}
+
+func newLeaseLock(opts Options, clients Clients, recorder record.EventRecorder) (*resourcelock.LeaseLock, error) {
+	namespace := opts.LeaderElectionNamespace
+	if namespace == "" {
+		namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if namespace == "" {
+		namespace = "kafkalink-system"
+	}
+	hostname, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, opts.LeaderElectionID,
+		clients.Kube.CoreV1(), clients.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{
+			Identity:      hostname + "_" + uuid.NewString(),
+			EventRecorder: recorder,
+		})
+	if err != nil {
+		return nil, err
+	}
+	return lock.(*resourcelock.LeaseLock), nil
+}
