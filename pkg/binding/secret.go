@@ -82,6 +82,8 @@ type SecretInput struct {
 	Provider string
 	// StoreFormats is spec.storeFormats; empty means DefaultStoreFormats.
 	StoreFormats []string
+	// Cache, when set, memoizes PKCS12 and JKS stores across calls; see StoreCache.
+	Cache *StoreCache
 }
 
 type storeFormats struct{ pkcs12, jks bool }
@@ -166,7 +168,7 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 	set(protocol, KeySecurityProtocol, AliasSecurityProtocol)
 
 	if l.TLS {
-		if f := addTruststore(data, in.CASecret, in.Choice.Status, formats); f != nil {
+		if f := addTruststore(data, in.CASecret, in.Choice.Status, formats, in.Cache); f != nil {
 			return nil, f
 		}
 	}
@@ -179,7 +181,7 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 			return nil, f
 		}
 	case strimzi.UserAuthTLS:
-		if f := addKeystore(data, in.User, in.UserSecret, formats); f != nil {
+		if f := addKeystore(data, in.User, in.UserSecret, formats, in.Cache); f != nil {
 			return nil, f
 		}
 	case strimzi.UserAuthTLSExternal:
@@ -201,7 +203,7 @@ func userNotReadyDetail(u *strimzi.KafkaUser) string {
 	return " (no Ready condition)"
 }
 
-func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerStatus, formats storeFormats) *Failure {
+func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerStatus, formats storeFormats, cache *StoreCache) *Failure {
 	if ca == nil {
 		return fail(ReasonCACertificateMissing, "the cluster CA certificate Secret does not exist")
 	}
@@ -233,6 +235,10 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 		password = derivedTruststorePassword(certs)
 	}
 	data[KeyTruststorePassword] = []byte(password)
+	key := cacheKey("truststore", formats, password, ca.Data[caP12Entry], certs...)
+	if cache.get(key, data) {
+		return nil
+	}
 	if formats.pkcs12 {
 		p12, f := truststoreP12(certs, password, ca.Data[caP12Entry])
 		if f != nil {
@@ -247,6 +253,7 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 		}
 		data[KeyTruststoreJKS] = jks
 	}
+	cache.put(key, data, KeyTruststoreP12, KeyTruststoreJKS)
 	return nil
 }
 
@@ -279,7 +286,7 @@ func jaasEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }
 
-func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, formats storeFormats) *Failure {
+func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, formats storeFormats, cache *StoreCache) *Failure {
 	if s == nil {
 		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
 	}
@@ -314,6 +321,10 @@ func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, fo
 		password = derivedKeystorePassword(keyDER)
 	}
 	data[KeyKeystorePassword] = []byte(password)
+	ck := cacheKey("keystore", formats, password, keyDER, chain...)
+	if cache.get(ck, data) {
+		return nil
+	}
 	if formats.pkcs12 {
 		p12, f := keystoreP12(key, keyDER, chain, password)
 		if f != nil {
@@ -328,6 +339,7 @@ func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, fo
 		}
 		data[KeyKeystoreJKS] = jks
 	}
+	cache.put(ck, data, KeyKeystoreP12, KeyKeystoreJKS)
 	return nil
 }
 
@@ -350,6 +362,8 @@ type Input struct {
 	Provider string
 	// StoreFormats is spec.storeFormats; empty means DefaultStoreFormats.
 	StoreFormats []string
+	// Cache, when set, memoizes PKCS12 and JKS stores across calls; see StoreCache.
+	Cache *StoreCache
 }
 
 // Result is a computed binding: the listener chosen and the Secret data.
@@ -376,9 +390,26 @@ func Build(in Input) (Result, *Failure) {
 		UserSecret:   in.UserSecret,
 		Provider:     in.Provider,
 		StoreFormats: in.StoreFormats,
+		Cache:        in.Cache,
 	})
 	if f != nil {
 		return Result{Choice: choice}, f
 	}
 	return Result{Choice: choice, Data: data}, nil
+}
+
+// cacheKey digests everything a set of stores is built from.
+func cacheKey(kind string, formats storeFormats, password string, source []byte, certs ...*x509.Certificate) [32]byte {
+	parts := [][]byte{{boolByte(formats.pkcs12), boolByte(formats.jks)}, []byte(password), source}
+	for _, c := range certs {
+		parts = append(parts, c.Raw)
+	}
+	return digest("kafkalink store cache "+kind, parts...)
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -210,8 +210,14 @@ func TestAssembleSecretIsStable(t *testing.T) {
 					}
 				}
 			}
+			// The output must not share memory with the inputs, which are a lister's objects.
+			for _, v := range first.Data {
+				for i := range v {
+					v[i] ^= 0xff
+				}
+			}
 			if !reflect.DeepEqual(before, []*SecretData{in.CASecret, in.UserSecret}) {
-				t.Errorf("Build modified its input Secrets")
+				t.Errorf("Build modified its input Secrets, or returned their memory")
 			}
 		})
 	}
@@ -581,4 +587,54 @@ func bigIterations(t *testing.T, certs []*x509.Certificate, password string) []b
 		t.Fatal("no iteration count found to patch")
 	}
 	return patched
+}
+
+func TestStoreCacheChangesSpeedNotOutput(t *testing.T) {
+	p := loadPKI(t)
+	k := parseKafkaYAML(t, kafkaV1)
+	all := []string{FormatPEM, FormatPKCS12, FormatJKS}
+	cache := NewStoreCache(10)
+	inputs := []Input{
+		{Kafka: k, User: parseUserYAML(t, tlsUser), UserSecret: p.tlsSecret(), CASecret: p.renewalCASecret(), StoreFormats: all},
+		{Kafka: k, User: parseUserYAML(t, scramUser), UserSecret: p.scramSecret(), CASecret: p.caSecret()},
+		{Kafka: k, User: parseUserYAML(t, tlsUser), UserSecret: with(p.tlsSecret(), "user.password", nil), CASecret: p.caSecret(), StoreFormats: all},
+		{Kafka: k, User: parseUserYAML(t, tlsUser), UserSecret: p.tlsSecret(), CASecret: p.caSecret(), StoreFormats: []string{FormatJKS}},
+	}
+	for round := 0; round < 2; round++ {
+		for i, in := range inputs {
+			want, f := Build(in)
+			if f != nil {
+				t.Fatal(f)
+			}
+			in.Cache = cache
+			got, f := Build(in)
+			if f != nil {
+				t.Fatal(f)
+			}
+			if !maps.EqualFunc(got.Data, want.Data, bytes.Equal) {
+				t.Errorf("round %d input %d: cached build differs from an uncached one", round, i)
+			}
+			// The caller owns what it gets: changing it must not reach the cache.
+			for _, v := range got.Data {
+				if len(v) > 0 {
+					v[0] ^= 0xff
+				}
+			}
+		}
+	}
+	// Round one misses everywhere; round two hits the truststore and keystore of every input
+	// that builds them (four truststores, three keystores).
+	if cache.hits != 7 {
+		t.Errorf("cache hits = %d, want 7", cache.hits)
+	}
+	small := NewStoreCache(1)
+	for _, in := range inputs {
+		in.Cache = small
+		if _, f := Build(in); f != nil {
+			t.Fatal(f)
+		}
+	}
+	if len(small.entries) > 1 {
+		t.Errorf("a cache of one entry holds %d", len(small.entries))
+	}
 }

@@ -239,7 +239,8 @@ func sameCertSet(a, b []*x509.Certificate) bool {
 func truststoreP12(certs []*x509.Certificate, password string, source []byte) ([]byte, *Failure) {
 	if len(source) > 0 && cheapToDecode(source) {
 		if got, err := pkcs12.DecodeTrustStore(source, password); err == nil && sameCertSet(got, certs) {
-			return source, nil
+			// A copy, because the source is a lister's Secret and the result becomes the caller's.
+			return bytes.Clone(source), nil
 		}
 	}
 	entries := make([]pkcs12.TrustStoreEntry, len(certs))
