@@ -3,6 +3,7 @@ package framework
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -189,4 +190,36 @@ func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, 
 		}
 		return false, nil
 	})
+}
+
+// openshiftAPIVersion pins the github.com/openshift/api pseudo-version whose Route CRD tests use
+// (its @latest resolves to an ancient v3.9.0). It is downloaded on demand, not required by go.mod.
+const openshiftAPIVersion = "v0.0.0-20260420151639-34e60874783e"
+
+// OpenShiftRouteCRDFile downloads (once) github.com/openshift/api from the module proxy and
+// returns the path of its route.openshift.io/v1 Route CRD.
+func OpenShiftRouteCRDFile() (string, error) {
+	dir, err := DownloadModule("github.com/openshift/api", openshiftAPIVersion)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "route", "v1", "zz_generated.crd-manifests", "routes.crd.yaml"), nil
+}
+
+// DownloadModule fetches a module version into the module cache without touching go.mod and
+// returns its folder. Tests use it for CRDs shipped in modules the product does not import.
+func DownloadModule(module, version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s@%s: %w", module, version, err)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", err
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %s", module, version, info.Error)
+	}
+	return info.Dir, nil
 }
