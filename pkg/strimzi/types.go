@@ -19,10 +19,10 @@ const (
 
 // Kinds and resources kafkalink reads.
 const (
-	KindKafka         = "Kafka"
-	KindKafkaUser     = "KafkaUser"
-	ResourceKafkas    = "kafkas"
-	ResourceKafkaUser = "kafkausers"
+	KindKafka          = "Kafka"
+	KindKafkaUser      = "KafkaUser"
+	ResourceKafkas     = "kafkas"
+	ResourceKafkaUsers = "kafkausers"
 )
 
 // Well-known names Strimzi uses.
