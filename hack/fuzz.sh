@@ -9,7 +9,7 @@ found=0
 while IFS=: read -r file name; do
   pkg="./$(dirname "$file")"
   echo "fuzz: $pkg $name ($fuzztime)"
-  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" "$pkg"
+  go test -run='^$' -fuzz="^${name}\$" -fuzztime="$fuzztime" -fuzzminimizetime=50x "$pkg"
   found=$((found + 1))
 done < <(grep -rHoE --include='*_test.go' '^func (Fuzz[A-Za-z0-9_]+)' --exclude-dir=_output . |
          sed -E 's#^\./##; s#:func #:#' | sort -u)

@@ -149,7 +149,7 @@ type FilterReference struct {
 
 // BackendReference points at the bootstrap Service of a Kafka cluster.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == ''",message="group must be the empty string (the core API group)"
+// +kubebuilder:validation:XValidation:rule="!has(self.group) || size(self.group) == 0",message="group must be the empty string (the core API group)"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'Service'",message="kind must be Service"
 type BackendReference struct {
 	// Group must be "" (core).

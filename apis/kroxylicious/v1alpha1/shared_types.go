@@ -31,7 +31,7 @@ type PortNumber int32
 // referrer's needs a ReferenceGrant; the controller checks that, because a schema cannot see
 // metadata.namespace.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == ''",message="group must be the empty string (the core API group)"
+// +kubebuilder:validation:XValidation:rule="!has(self.group) || size(self.group) == 0",message="group must be the empty string (the core API group)"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'Secret'",message="kind must be Secret"
 type SecretObjectReference struct {
 	// Group is the API group of the referent; only "" (core) is supported.
