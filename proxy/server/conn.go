@@ -20,7 +20,7 @@ import (
 
 // bufSize is the size of each relay buffer: large, so bulk Produce and Fetch traffic moves
 // in few system calls.
-const bufSize = 256 << 10
+const bufSize = 64 << 10
 
 // maxPending bounds requests in flight per connection; a client pipelining more waits.
 const maxPending = 1024

@@ -294,8 +294,8 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			go s.serve(ctx, rt, ln, nodeID)
 		}
 	}
+	// rt.cfg is left alone: serve goroutines read it, and sameBinding kept what matters for binding.
 	for name, rt := range s.listeners {
-		rt.cfg = *cfg.Listener(name)
 		rt.snap.Store(snaps[name])
 	}
 	// Connections of removed (or retargeted) virtual clusters end; the others are untouched.
