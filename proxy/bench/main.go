@@ -13,13 +13,13 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"encoding/pem"
 	"flag"
 	"fmt"
