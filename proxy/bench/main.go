@@ -291,9 +291,6 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 				}
 				total += int64(len(p.RecordBatches))
 				next := nextOffset(p.RecordBatches, offsets[p.Partition])
-				if os.Getenv("BENCH_DEBUG") != "" {
-					fmt.Fprintln(os.Stderr, p.Partition, offsets[p.Partition], len(p.RecordBatches), next, p.HighWatermark)
-				}
 				if next >= p.HighWatermark {
 					delete(offsets, p.Partition)
 				} else {
