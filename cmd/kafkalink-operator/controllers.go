@@ -1,6 +1,11 @@
 package main
 
-import "github.com/kafkalink/kafkalink/pkg/operator"
+import (
+	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
+	"github.com/kafkalink/kafkalink/pkg/operator"
+)
 
 // controllers are the controllers the operator runs, one instance per watched namespace.
-var controllers = []operator.NewControllerFunc{}
+var controllers = []operator.NewControllerFunc{
+	bindingcontroller.New,
+}

@@ -1,0 +1,377 @@
+// Package bindingcontroller is the KafkaConnection controller: it turns each KafkaConnection into
+// one Secret of type servicebinding.io/kafka, named like the connection and owned by it, and keeps
+// the connection's status (binding name, chosen listener, bootstrap servers, Ready) up to date.
+//
+// The wiring lives here, the sync in sync.go, and everything that decides what the Secret holds in
+// the pure package binding. Strimzi's Kafka and KafkaUser are read through dynamic informers of
+// whichever version the API server serves (kafka.strimzi.io/v1 or v1beta2), and their CRDs may
+// arrive after the operator started; see strimzi.go.
+package bindingcontroller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	gatewayv1beta1listers "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1beta1"
+
+	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
+	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
+	kafkav1beta2listers "github.com/kafkalink/kafkalink/generated/listers/kafka/v1beta2"
+	"github.com/kafkalink/kafkalink/pkg/binding"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
+
+	coreinformers "k8s.io/client-go/informers/core/v1"
+)
+
+// ControllerName names the work queue and the controller in logs and metrics.
+const ControllerName = "kafkaconnection"
+
+// Labels of the binding Secrets. The controller watches only Secrets that carry LabelBinding, so
+// its cache holds its own Secrets and not every Secret of the cluster.
+const (
+	// LabelBinding marks a binding Secret; its value is LabelBindingValue.
+	LabelBinding      = "kafkalink.io/binding"
+	LabelBindingValue = "kafkaconnection"
+	// LabelManagedBy is the recommended Kubernetes label naming the tool that manages the Secret.
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	LabelManagedByValue = "kafkalink"
+)
+
+// Indexes of the KafkaConnection informer: they map a changed dependency back to the connections
+// that read it.
+const (
+	// indexKafka: namespace/name of the Kafka a connection names. The cluster CA Secret of a Kafka
+	// maps through it too, since its name derives from the Kafka's.
+	indexKafka = "kafkalink.io/kafka"
+	// indexUser: namespace/name of the KafkaUser a connection names.
+	indexUser = "kafkalink.io/user"
+	// indexGrantNamespace: the namespace of a cross-namespace KafkaUser, where a ReferenceGrant
+	// must allow the reference.
+	indexGrantNamespace = "kafkalink.io/grant-namespace"
+	// indexUserSecret (on the KafkaUser informer): namespace/name of the user's credentials Secret.
+	indexUserSecret = "kafkalink.io/user-secret"
+)
+
+// ConditionReady is the KafkaConnection's only condition type.
+const ConditionReady = "Ready"
+
+// ReasonBound is the Ready reason when the binding Secret holds the current binding. The reasons
+// for False are binding.Reason* and ReasonSecretNotOwned.
+const ReasonBound = "Bound"
+
+// ReasonSecretNotOwned: a Secret with the binding's name exists and is not controlled by this
+// KafkaConnection; kafkalink never adopts it.
+const ReasonSecretNotOwned = "SecretNotOwned"
+
+// Event reasons besides the Ready reasons (which are used as Warning event reasons as they are).
+const (
+	// EventSecretApplied: the binding Secret was created or updated.
+	EventSecretApplied = "SecretApplied"
+	// EventSecretDeleted: the binding Secret was deleted because its credentials may no longer be
+	// shared (RefNotPermitted).
+	EventSecretDeleted = "SecretDeleted"
+)
+
+// Client rate limits used when the operator's configuration sets none. client-go's default of 5
+// requests per second would take half an hour to bind 5,000 connections (two writes each); the
+// API server's priority and fairness protects itself.
+const (
+	defaultQPS   = 50
+	defaultBurst = 100
+)
+
+// reconciler holds what a sync reads and writes.
+type reconciler struct {
+	kube        kubernetes.Interface
+	kafkalink   kafkalinkclient.Interface
+	connections kafkav1beta2listers.KafkaConnectionLister
+	connIndex   cache.Indexer
+	sources     corelisters.SecretLister
+	bindings    corelisters.SecretLister
+	grants      gatewayv1beta1listers.ReferenceGrantLister
+	strimzi     *strimziWatch
+	cache       *binding.StoreCache
+	recorder    record.EventRecorder
+	clock       clock.PassiveClock
+}
+
+// New builds the KafkaConnection controller for the namespace of env.Informers ("" for all). It
+// registers its event handlers on the shared KafkaConnection and ReferenceGrant informers, and
+// creates and starts its own filtered Secret informers and, once Strimzi's CRDs are served, the
+// Kafka and KafkaUser informers; all of these stop when ctx ends.
+func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
+	logger := klog.FromContext(ctx).WithValues("controller", ControllerName, "namespace", env.Informers.Namespace)
+	ctx = klog.NewContext(ctx, logger)
+
+	cfg := rest.CopyConfig(env.Clients.Config)
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kl, err := kafkalinkclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns := env.Informers.Namespace
+
+	connInformer := env.Informers.KafkaLink.Kafka().V1beta2().KafkaConnections()
+	if err := connInformer.Informer().AddIndexers(cache.Indexers{
+		indexKafka:          indexConnectionKafka,
+		indexUser:           indexConnectionUser,
+		indexGrantNamespace: indexConnectionGrantNamespace,
+	}); err != nil {
+		return nil, fmt.Errorf("indexing KafkaConnections: %w", err)
+	}
+	_ = connInformer.Informer().SetTransform(stripManagedFields)
+	grantInformer := env.Informers.Gateway.Gateway().V1beta1().ReferenceGrants()
+
+	// Two Secret informers filtered by label, so the cache holds only what kafkalink reads:
+	// Strimzi's Secrets (cluster CA and KafkaUser credentials carry strimzi.io/cluster) and the
+	// binding Secrets, of which only a digest of the data is kept (see digestBindingSecret).
+	sourceInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		labelSelector(strimzi.LabelCluster))
+	_ = sourceInformer.SetTransform(stripManagedFields)
+	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		labelSelector(LabelBinding+"="+LabelBindingValue))
+	_ = bindingInformer.SetTransform(digestBindingSecret)
+
+	r := &reconciler{
+		kube:        kube,
+		kafkalink:   kl,
+		connections: connInformer.Lister(),
+		connIndex:   connInformer.Informer().GetIndexer(),
+		sources:     corelisters.NewSecretLister(sourceInformer.GetIndexer()),
+		bindings:    corelisters.NewSecretLister(bindingInformer.GetIndexer()),
+		grants:      grantInformer.Lister(),
+		// Twice the connections a big installation has: one truststore per Kafka and CA, one
+		// keystore per mTLS user.
+		cache:    binding.NewStoreCache(10000),
+		recorder: env.Recorder,
+		clock:    clock.RealClock{},
+	}
+	c := controller.New(ControllerName, r.sync)
+
+	r.strimzi = newStrimziWatch(env.Clients.Dynamic, env.Clients.Discovery, ns, func() {
+		// Strimzi just became readable: every connection may change.
+		for _, obj := range r.connIndex.List() {
+			c.EnqueueObject(obj)
+		}
+	}, func(inf cache.SharedIndexInformer, kind string) error {
+		var mapper controller.MapFunc
+		if kind == strimzi.KindKafka {
+			mapper = r.connectionsForKafka
+		} else {
+			mapper = r.connectionsForUser
+		}
+		_, err := inf.AddEventHandler(controller.MapHandler(mapper, c))
+		return err
+	})
+	if err := r.strimzi.init(ctx); err != nil {
+		return nil, err
+	}
+
+	for _, reg := range []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{connInformer.Informer(), c.Handler()},
+		{grantInformer.Informer(), controller.MapHandler(r.connectionsForGrant, c)},
+		{sourceInformer, controller.MapHandler(r.connectionsForSourceSecret, c)},
+		{bindingInformer, controller.MapHandler(connectionForBindingSecret, c)},
+	} {
+		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
+			return nil, err
+		}
+	}
+	c.WaitFor(connInformer.Informer().HasSynced, grantInformer.Informer().HasSynced,
+		sourceInformer.HasSynced, bindingInformer.HasSynced, r.strimzi.HasSynced)
+
+	go sourceInformer.RunWithContext(ctx)
+	go bindingInformer.RunWithContext(ctx)
+	return c, nil
+}
+
+func labelSelector(selector string) internalinterfaces.TweakListOptionsFunc {
+	return func(o *metav1.ListOptions) { o.LabelSelector = selector }
+}
+
+// stripManagedFields drops managedFields before objects are cached: kafkalink never reads them
+// and they are often the largest part of the metadata.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// kafkaKey is the namespace/name of the Kafka a connection names.
+func kafkaKey(conn *kafkav1beta2.KafkaConnection) cache.ObjectName {
+	ns := conn.Spec.Kafka.Namespace
+	if ns == "" {
+		ns = conn.Namespace
+	}
+	return cache.NewObjectName(ns, conn.Spec.Kafka.Name)
+}
+
+// userKey is the namespace/name of the KafkaUser a connection names, if any.
+func userKey(conn *kafkav1beta2.KafkaConnection) (cache.ObjectName, bool) {
+	if conn.Spec.User == nil || conn.Spec.User.Name == "" {
+		return cache.ObjectName{}, false
+	}
+	ns := conn.Spec.User.Namespace
+	if ns == "" {
+		ns = conn.Namespace
+	}
+	return cache.NewObjectName(ns, conn.Spec.User.Name), true
+}
+
+func indexConnectionKafka(obj any) ([]string, error) {
+	conn, ok := obj.(*kafkav1beta2.KafkaConnection)
+	if !ok {
+		return nil, nil
+	}
+	return []string{kafkaKey(conn).String()}, nil
+}
+
+func indexConnectionUser(obj any) ([]string, error) {
+	conn, ok := obj.(*kafkav1beta2.KafkaConnection)
+	if !ok {
+		return nil, nil
+	}
+	if k, ok := userKey(conn); ok {
+		return []string{k.String()}, nil
+	}
+	return nil, nil
+}
+
+func indexConnectionGrantNamespace(obj any) ([]string, error) {
+	conn, ok := obj.(*kafkav1beta2.KafkaConnection)
+	if !ok {
+		return nil, nil
+	}
+	if k, ok := userKey(conn); ok && k.Namespace != conn.Namespace {
+		return []string{k.Namespace}, nil
+	}
+	return nil, nil
+}
+
+// byIndex returns the keys of the connections under one index value.
+func (r *reconciler) byIndex(index, value string) []cache.ObjectName {
+	objs, err := r.connIndex.ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(objs))
+	for _, obj := range objs {
+		if m, ok := obj.(metav1.Object); ok {
+			keys = append(keys, cache.NewObjectName(m.GetNamespace(), m.GetName()))
+		}
+	}
+	return keys
+}
+
+// metaOf reads the metadata of an informer object or a deletion tombstone.
+func metaOf(obj any) (metav1.Object, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	return m, ok
+}
+
+func (r *reconciler) connectionsForKafka(obj any) []cache.ObjectName {
+	m, ok := metaOf(obj)
+	if !ok {
+		return nil
+	}
+	return r.byIndex(indexKafka, cache.NewObjectName(m.GetNamespace(), m.GetName()).String())
+}
+
+func (r *reconciler) connectionsForUser(obj any) []cache.ObjectName {
+	m, ok := metaOf(obj)
+	if !ok {
+		return nil
+	}
+	return r.byIndex(indexUser, cache.NewObjectName(m.GetNamespace(), m.GetName()).String())
+}
+
+func (r *reconciler) connectionsForGrant(obj any) []cache.ObjectName {
+	m, ok := metaOf(obj)
+	if !ok {
+		return nil
+	}
+	return r.byIndex(indexGrantNamespace, m.GetNamespace())
+}
+
+// connectionsForSourceSecret maps a Strimzi Secret to the connections that read it: as the cluster
+// CA of a Kafka, and as the credentials of any KafkaUser whose status names it.
+func (r *reconciler) connectionsForSourceSecret(obj any) []cache.ObjectName {
+	m, ok := metaOf(obj)
+	if !ok {
+		return nil
+	}
+	var keys []cache.ObjectName
+	if cluster, ok := strings.CutSuffix(m.GetName(), strimzi.ClusterCACertSuffix); ok && cluster != "" {
+		keys = append(keys, r.byIndex(indexKafka, cache.NewObjectName(m.GetNamespace(), cluster).String())...)
+	}
+	for _, user := range r.strimzi.usersForSecret(cache.NewObjectName(m.GetNamespace(), m.GetName())) {
+		keys = append(keys, r.byIndex(indexUser, user.String())...)
+	}
+	return keys
+}
+
+// connectionForBindingSecret maps a binding Secret to the KafkaConnection controlling it, so a
+// deleted or hand-edited Secret is restored.
+func connectionForBindingSecret(obj any) []cache.ObjectName {
+	m, ok := metaOf(obj)
+	if !ok {
+		return nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == kafkaConnectionKind && strings.HasPrefix(ref.APIVersion, kafkav1beta2.SchemeGroupVersion.Group+"/") {
+		return []cache.ObjectName{cache.NewObjectName(m.GetNamespace(), ref.Name)}
+	}
+	// A labelled Secret controlled by nothing: its namesake connection decides what it should be.
+	return []cache.ObjectName{cache.NewObjectName(m.GetNamespace(), m.GetName())}
+}
+
+const kafkaConnectionKind = "KafkaConnection"
+
+// secretDigestAnnotation holds, in the cache only, the digest of a binding Secret's data; the
+// data itself is dropped from the cache. It is never written to the API server.
+const secretDigestAnnotation = "kafkalink.io/cached-data-sha256"
+
+// digestBindingSecret replaces a binding Secret's data with its digest before it is cached: the
+// controller only needs to know whether the data equals what it wants, and 5,000 bindings with
+// PKCS12 stores would otherwise hold tens of megabytes.
+func digestBindingSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	ann := make(map[string]string, len(s.Annotations)+1)
+	for k, v := range s.Annotations {
+		ann[k] = v
+	}
+	ann[secretDigestAnnotation] = dataDigest(s.Data)
+	s.Annotations = ann
+	s.Data = nil
+	s.StringData = nil
+	return s, nil
+}

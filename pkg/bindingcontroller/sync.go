@@ -1,0 +1,421 @@
+package bindingcontroller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
+	kafkav1beta2ac "github.com/kafkalink/kafkalink/generated/applyconfiguration/kafka/v1beta2"
+	"github.com/kafkalink/kafkalink/pkg/binding"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
+)
+
+// sync reconciles one KafkaConnection: gather from the listers, binding.Build, apply the Secret
+// when its data differs, then write the status when it differs. User errors end in the Ready
+// condition and a Warning event and return nil; API errors return for a retry with backoff.
+func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+	conn, err := r.connections.KafkaConnections(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Garbage collection deletes the Secret through its owner reference.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if conn.DeletionTimestamp != nil {
+		return nil
+	}
+	state := r.strimzi.state()
+	if state == strimziStarting {
+		// The Strimzi informers are syncing; every connection is enqueued once they have.
+		logger.V(4).Info("Waiting for the Strimzi informers")
+		return nil
+	}
+
+	in, failure := r.gather(conn, state)
+	var res binding.Result
+	if failure == nil {
+		res, failure = binding.Build(in)
+		failure = r.explain(failure, in, conn)
+	}
+
+	existing, err := r.bindings.Secrets(conn.Namespace).Get(conn.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if apierrors.IsNotFound(err) {
+		existing = nil
+	}
+	secretExists := existing != nil && controlledBy(existing, conn)
+
+	switch {
+	case failure == nil:
+		f, err := r.applySecret(ctx, conn, existing, res.Data)
+		if err != nil {
+			return err
+		}
+		failure = f
+		secretExists = f == nil || secretExists
+	case failure.Reason == binding.ReasonRefNotPermitted && secretExists:
+		// The grant that let credentials cross namespaces is gone: so are the credentials.
+		uid := existing.UID
+		err := r.kube.CoreV1().Secrets(conn.Namespace).Delete(ctx, conn.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		secretExists = false
+		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretDeleted, "Deleted Secret %s: %s", conn.Name, failure.Message)
+		logger.V(2).Info("Deleted binding Secret", "reason", failure.Reason)
+	}
+	return r.writeStatus(ctx, conn, desiredStatus(conn, res, failure, secretExists), failure)
+}
+
+// gather reads the connection's inputs from the listers. A Failure here is one the pure core
+// cannot see: Strimzi missing, invalid objects, a missing user, a reference not permitted.
+func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziState) (binding.Input, *binding.Failure) {
+	in := binding.Input{
+		CurrentListener: conn.Status.Listener,
+		StoreFormats:    conn.Spec.StoreFormats,
+		Cache:           r.cache,
+	}
+	if conn.Spec.Kafka.Listener != nil {
+		in.RequestedListener = conn.Spec.Kafka.Listener.Name
+	}
+	if state == strimziMissing {
+		return in, &binding.Failure{Reason: binding.ReasonStrimziNotInstalled,
+			Message: "the cluster serves no Strimzi Kafka and KafkaUser API (kafka.strimzi.io/v1 or v1beta2): install Strimzi's CRDs"}
+	}
+	kk := kafkaKey(conn)
+	obj := r.strimzi.kafka(kk)
+	if obj == nil {
+		return in, &binding.Failure{Reason: binding.ReasonKafkaNotFound, Message: fmt.Sprintf("Kafka %s does not exist", kk)}
+	}
+	k, err := strimzi.ParseKafka(obj)
+	if err != nil {
+		return in, &binding.Failure{Reason: binding.ReasonKafkaInvalid, Message: fmt.Sprintf("Kafka %s cannot be read: %v", kk, err)}
+	}
+	in.Kafka = k
+	if s, err := r.sources.Secrets(kk.Namespace).Get(strimzi.ClusterCASecretName(kk.Name)); err == nil {
+		in.CASecret = &binding.SecretData{Name: s.Name, Data: s.Data}
+	}
+
+	uk, ok := userKey(conn)
+	if !ok {
+		return in, nil
+	}
+	var user *strimzi.KafkaUser
+	var userErr error
+	if obj := r.strimzi.user(uk); obj != nil {
+		user, userErr = strimzi.ParseKafkaUser(obj)
+	}
+	if uk.Namespace != conn.Namespace && !r.permitted(conn, uk, user) {
+		// Checked before anything about the user is reported, so a connection learns nothing
+		// about another namespace it may not read.
+		return in, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
+			"KafkaUser %s is in another namespace and no ReferenceGrant in namespace %s allows KafkaConnections (group %s) from namespace %s to it",
+			uk, uk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace)}
+	}
+	switch {
+	case user == nil && userErr == nil:
+		return in, &binding.Failure{Reason: binding.ReasonUserNotFound, Message: fmt.Sprintf("KafkaUser %s does not exist", uk)}
+	case userErr != nil:
+		return in, &binding.Failure{Reason: binding.ReasonUserInvalid, Message: fmt.Sprintf("KafkaUser %s cannot be read: %v", uk, userErr)}
+	}
+	in.User = user
+	if s, err := r.sources.Secrets(uk.Namespace).Get(user.SecretName()); err == nil {
+		in.UserSecret = &binding.SecretData{Name: s.Name, Data: s.Data}
+	}
+	return in, nil
+}
+
+// explain adds to the pure core's messages what only the controller knows: which Secret it
+// looked for, and that it only sees Secrets carrying Strimzi's cluster label.
+func (r *reconciler) explain(f *binding.Failure, in binding.Input, conn *kafkav1beta2.KafkaConnection) *binding.Failure {
+	if f == nil {
+		return nil
+	}
+	hint := fmt.Sprintf(" (kafkalink reads Secrets labelled %s)", strimzi.LabelCluster)
+	switch {
+	case f.Reason == binding.ReasonCACertificateMissing && in.CASecret == nil:
+		kk := kafkaKey(conn)
+		return &binding.Failure{Reason: f.Reason, Message: fmt.Sprintf("Secret %s/%s does not exist%s",
+			kk.Namespace, strimzi.ClusterCASecretName(kk.Name), hint)}
+	case f.Reason == binding.ReasonUserSecretMissing:
+		return &binding.Failure{Reason: f.Reason, Message: f.Message + hint}
+	}
+	return f
+}
+
+// permitted reports whether a ReferenceGrant in the user's namespace lets KafkaConnections of the
+// connection's namespace refer to the KafkaUser, or to its credentials Secret.
+func (r *reconciler) permitted(conn *kafkav1beta2.KafkaConnection, uk cache.ObjectName, user *strimzi.KafkaUser) bool {
+	grants, err := r.grants.ReferenceGrants(uk.Namespace).List(labels.Everything())
+	if err != nil {
+		return false
+	}
+	secretName := ""
+	if user != nil {
+		secretName = user.SecretName()
+	}
+	for _, g := range grants {
+		if grantAllows(g, conn.Namespace, uk.Name, secretName) {
+			return true
+		}
+	}
+	return false
+}
+
+func grantAllows(g *gatewayv1beta1.ReferenceGrant, fromNamespace, userName, secretName string) bool {
+	fromOK := false
+	for _, f := range g.Spec.From {
+		if string(f.Group) == kafkav1beta2.SchemeGroupVersion.Group && string(f.Kind) == kafkaConnectionKind && string(f.Namespace) == fromNamespace {
+			fromOK = true
+			break
+		}
+	}
+	if !fromOK {
+		return false
+	}
+	for _, t := range g.Spec.To {
+		name := ""
+		if t.Name != nil {
+			name = string(*t.Name)
+		}
+		switch {
+		case string(t.Group) == strimzi.Group && string(t.Kind) == strimzi.KindKafkaUser && (name == "" || name == userName):
+			return true
+		case string(t.Group) == "" && string(t.Kind) == "Secret" && secretName != "" && (name == "" || name == secretName):
+			return true
+		}
+	}
+	return false
+}
+
+// controlledBy reports whether this very KafkaConnection (same UID) controls the Secret.
+func controlledBy(s *corev1.Secret, conn *kafkav1beta2.KafkaConnection) bool {
+	ref := metav1.GetControllerOfNoCopy(s)
+	return ref != nil && ref.UID == conn.UID
+}
+
+// applySecret makes the binding Secret hold data, writing only when it does not already. A
+// Secret of that name that this connection does not control is left alone (SecretNotOwned).
+func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaConnection, existing *corev1.Secret, data map[string][]byte) (*binding.Failure, error) {
+	logger := klog.FromContext(ctx)
+	digest := dataDigest(data)
+	if existing != nil {
+		if !controlledBy(existing, conn) {
+			return notOwned(conn, existing), nil
+		}
+		if upToDate(existing, digest) {
+			return nil, nil
+		}
+	} else {
+		// The cache holds labelled Secrets only: ask the API server before creating, so a Secret
+		// of this name that someone else made is never adopted. Only creation pays this read.
+		live, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, conn.Name, metav1.GetOptions{})
+		switch {
+		case err == nil && !controlledBy(live, conn):
+			return notOwned(conn, live), nil
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	ac := corev1ac.Secret(conn.Name, conn.Namespace).
+		WithType(corev1.SecretType(binding.SecretType)).
+		WithLabels(map[string]string{LabelBinding: LabelBindingValue, LabelManagedBy: LabelManagedByValue}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(kafkav1beta2.SchemeGroupVersion.String()).
+			WithKind(kafkaConnectionKind).
+			WithName(conn.Name).
+			WithUID(conn.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithData(data)
+	applied, err := r.kube.CoreV1().Secrets(conn.Namespace).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true})
+	if err != nil {
+		return nil, err
+	}
+	// Entries added by another field manager (a hand edit) survive an apply; drop them.
+	var extra []string
+	for k := range applied.Data {
+		if _, ok := data[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		remove := map[string]any{}
+		for _, k := range extra {
+			remove[k] = nil
+		}
+		patch, _ := json.Marshal(map[string]any{"data": remove})
+		if _, err := r.kube.CoreV1().Secrets(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: controller.FieldManager}); err != nil {
+			return nil, err
+		}
+	}
+	logger.V(2).Info("Applied binding Secret", "secret", klog.KRef(conn.Namespace, conn.Name), "removedEntries", extra)
+	r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretApplied, "Applied Secret %s", conn.Name)
+	return nil, nil
+}
+
+func notOwned(conn *kafkav1beta2.KafkaConnection, s *corev1.Secret) *binding.Failure {
+	return &binding.Failure{Reason: ReasonSecretNotOwned, Message: fmt.Sprintf(
+		"Secret %s exists and is not controlled by this KafkaConnection; kafkalink does not adopt it: delete or rename it", s.Name)}
+}
+
+// upToDate compares a cached binding Secret (whose data the cache holds as a digest) with what
+// the connection wants.
+func upToDate(s *corev1.Secret, digest string) bool {
+	return string(s.Type) == binding.SecretType &&
+		s.Labels[LabelBinding] == LabelBindingValue &&
+		s.Labels[LabelManagedBy] == LabelManagedByValue &&
+		s.Annotations[secretDigestAnnotation] == digest
+}
+
+// dataDigest is a SHA-256 over the sorted entries, with lengths, so distinct data never collide
+// by concatenation.
+func dataDigest(data map[string][]byte) string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	var n [8]byte
+	for _, k := range keys {
+		binary.BigEndian.PutUint64(n[:], uint64(len(k)))
+		h.Write(n[:])
+		h.Write([]byte(k))
+		binary.BigEndian.PutUint64(n[:], uint64(len(data[k])))
+		h.Write(n[:])
+		h.Write(data[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// desiredStatus computes the connection's status. On failure the Secret, if it exists, keeps its
+// last good data (applications keep working through a rotation or an outage), so binding,
+// listener and bootstrapServers keep describing it.
+func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, secretExists bool) kafkav1beta2.KafkaConnectionStatus {
+	st := kafkav1beta2.KafkaConnectionStatus{
+		ObservedGeneration: conn.Generation,
+		Listener:           conn.Status.Listener,
+		BootstrapServers:   conn.Status.BootstrapServers,
+	}
+	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: conn.Generation}
+	if failure == nil {
+		st.Listener = res.Choice.Listener.Name
+		st.BootstrapServers = res.Choice.BootstrapServers
+		cond.Status = metav1.ConditionTrue
+		cond.Reason = ReasonBound
+		cond.Message = fmt.Sprintf("Secret %s binds listener %q (%s)", conn.Name, res.Choice.Listener.Name, res.Choice.SecurityProtocol)
+	} else {
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = failure.Reason
+		cond.Message = failure.Message
+		if !secretExists {
+			st.BootstrapServers = ""
+			if res.Choice.Listener.Name != "" {
+				st.Listener = res.Choice.Listener.Name
+				st.BootstrapServers = res.Choice.BootstrapServers
+			}
+		}
+	}
+	if secretExists {
+		st.Binding = &kafkav1beta2.BindingReference{Name: conn.Name}
+	}
+	st.Conditions = []metav1.Condition{cond}
+	return st
+}
+
+func readyCondition(st *kafkav1beta2.KafkaConnectionStatus) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == ConditionReady {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// sameStatus compares what kafkalink writes, ignoring lastTransitionTime.
+func sameStatus(a, b *kafkav1beta2.KafkaConnectionStatus) bool {
+	if a.ObservedGeneration != b.ObservedGeneration || a.Listener != b.Listener || a.BootstrapServers != b.BootstrapServers {
+		return false
+	}
+	if (a.Binding == nil) != (b.Binding == nil) || (a.Binding != nil && a.Binding.Name != b.Binding.Name) {
+		return false
+	}
+	ca, cb := readyCondition(a), readyCondition(b)
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	return ca.Status == cb.Status && ca.Reason == cb.Reason && ca.Message == cb.Message && ca.ObservedGeneration == cb.ObservedGeneration
+}
+
+// writeStatus applies the status when it differs from the cached one, and records an event when
+// the Ready condition changes.
+func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaConnection, want kafkav1beta2.KafkaConnectionStatus, failure *binding.Failure) error {
+	if sameStatus(&conn.Status, &want) {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	cond := &want.Conditions[0]
+	old := readyCondition(&conn.Status)
+	if old != nil && old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	} else {
+		cond.LastTransitionTime = metav1.NewTime(r.clock.Now())
+	}
+	sac := kafkav1beta2ac.KafkaConnectionStatus().
+		WithObservedGeneration(want.ObservedGeneration).
+		WithConditions(metav1ac.Condition().
+			WithType(cond.Type).
+			WithStatus(cond.Status).
+			WithReason(cond.Reason).
+			WithMessage(cond.Message).
+			WithObservedGeneration(cond.ObservedGeneration).
+			WithLastTransitionTime(cond.LastTransitionTime))
+	if want.Binding != nil {
+		sac.WithBinding(kafkav1beta2ac.BindingReference().WithName(want.Binding.Name))
+	}
+	if want.Listener != "" {
+		sac.WithListener(want.Listener)
+	}
+	if want.BootstrapServers != "" {
+		sac.WithBootstrapServers(want.BootstrapServers)
+	}
+	ac := kafkav1beta2ac.KafkaConnection(conn.Name, conn.Namespace).WithStatus(sac)
+	if _, err := r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).ApplyStatus(ctx, ac,
+		metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
+		return err
+	}
+	changed := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
+	if changed {
+		logger.V(2).Info("Ready changed", "status", cond.Status, "reason", cond.Reason, "message", cond.Message)
+		if failure != nil {
+			r.recorder.Event(conn, corev1.EventTypeWarning, failure.Reason, failure.Message)
+		} else {
+			r.recorder.Event(conn, corev1.EventTypeNormal, ReasonBound, cond.Message)
+		}
+	}
+	return nil
+}
