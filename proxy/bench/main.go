@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -53,9 +54,20 @@ func main() {
 	mib := flag.Int("mib", 256, "MiB produced and fetched per path and round")
 	rounds := flag.Int("rounds", 3, "rounds over the four paths; the table shows the median")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

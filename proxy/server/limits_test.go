@@ -194,3 +194,27 @@ management: {port: %d, bindAddress: 127.0.0.1}
 		}
 	}
 }
+
+// TestAcksZeroProduceThroughProxy sends Produce requests with acks=0 (the broker never
+// answers them) and then an ApiVersions request on the same connection: its response comes
+// back, so nothing waits for the answers that never come.
+func TestAcksZeroProduceThroughProxy(t *testing.T) {
+	_, pc, pki := simpleProxy(t, "")
+	c := dialTLS(t, pc, pki, "a-bootstrap.kafka.test")
+	for i := int32(0); i < 50; i++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(11)
+		req.Acks = 0
+		req.TimeoutMillis = 1000
+		rawRequest(t, c, req, 100+i)
+	}
+	rawRequest(t, c, kmsg.NewPtrApiVersionsRequest(), 7)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := readFrame(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if corr := int32(binary.BigEndian.Uint32(b)); corr != 7 {
+		t.Fatalf("got the response to correlation id %d, want 7", corr)
+	}
+}
