@@ -1,110 +1,26 @@
 package binding
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 )
 
 var updatePKI = flag.Bool("update-pki", false, "regenerate the test certificates in testdata/pki (then run -update)")
 
-// TestCA is a certificate authority for tests: it issues server and client certificates.
-type TestCA struct {
-	Cert    *x509.Certificate
-	Key     crypto.Signer
-	CertPEM []byte
-}
+// TestCA is bindingtest.CA, under the name the binding tests (and realclient_test) use.
+type TestCA = bindingtest.CA
 
 // NewTestCA makes a self-signed ECDSA CA valid from notBefore for a century.
 func NewTestCA(t testing.TB, cn string, notBefore time.Time) *TestCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(notBefore.UnixNano()),
-		Subject:               pkix.Name{Organization: []string{"io.strimzi"}, CommonName: cn},
-		NotBefore:             notBefore,
-		NotAfter:              notBefore.AddDate(100, 0, 0),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &TestCA{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// Issue signs a leaf certificate for the given names (IP addresses become IP SANs) with a fresh
-// key: RSA 2048 when rsaKey is set, like Strimzi's user certificates, else ECDSA P-256. It returns
-// the PEM certificate, the PKCS#8 PEM key and the pair for crypto/tls.
-func (ca *TestCA) Issue(t testing.TB, cn string, names []string, client bool, rsaKey bool) (certPEM, keyPEM []byte, pair tls.Certificate) {
-	t.Helper()
-	var key crypto.Signer
-	var err error
-	if rsaKey {
-		key, err = rsa.GenerateKey(rand.Reader, 2048)
-	} else {
-		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.Cert.NotBefore.UnixNano() + int64(len(cn))*7919 + 1),
-		Subject:      pkix.Name{Organization: []string{"io.strimzi"}, CommonName: cn},
-		NotBefore:    ca.Cert.NotBefore,
-		NotAfter:     ca.Cert.NotAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if client {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	pair, err = tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return certPEM, keyPEM, pair
+	return bindingtest.NewCA(t, cn, notBefore)
 }
 
 // pki holds the fixed certificates of the golden tests, committed under testdata/pki so the
