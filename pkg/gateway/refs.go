@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+)
+
+// Groups and kinds that appear in ReferenceGrants.
+const (
+	kroxyliciousGroup = "kroxylicious.io"
+	filterGroup       = "filter.kroxylicious.io"
+	kindGateway       = "KafkaGateway"
+	kindRoute         = "KafkaRoute"
+	kindPolicy        = "KafkaBackendTLSPolicy"
+	kindFilter        = "KafkaFilter"
+	kindService       = "Service"
+	kindSecret        = "Secret"
+)
+
+// visible reports whether the snapshot can hold objects of namespace ns.
+func (t *translator) visible(ns string) bool {
+	return t.s.Env.VisibleNamespaces == nil || slices.Contains(t.s.Env.VisibleNamespaces, ns)
+}
+
+// granted reports whether a ReferenceGrant in toNS lets fromKind objects of fromNS refer to the
+// toKind object toName there. References within one namespace need no grant.
+func (t *translator) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+	if fromNS == toNS {
+		return true
+	}
+	for _, g := range t.s.ReferenceGrants {
+		if g == nil || g.Namespace != toNS {
+			continue
+		}
+		fromOK := false
+		for _, f := range g.Spec.From {
+			if string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNS {
+				fromOK = true
+				break
+			}
+		}
+		if !fromOK {
+			continue
+		}
+		for _, to := range g.Spec.To {
+			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || string(*to.Name) == toName) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refProblem is a reference that does not resolve: a condition reason and a message.
+type refProblem struct {
+	reason, message string
+}
+
+func (p *refProblem) Error() string { return p.message }
+
+// secretRef resolves a Secret reference of a referrer (fromKind in fromNS) that must hold keys,
+// and returns the name of the Secret to mount in the gateway's namespace: the Secret itself, or,
+// across namespaces (allowed by a ReferenceGrant), a copy of just those keys, because a pod can
+// mount Secrets of its own namespace only. missingReason is the reason for a missing Secret or key.
+func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, fromGroup, fromKind, fromNS string, keys []string, missingReason string) (string, *refProblem) {
+	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
+	}
+	ns := fromNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	name := string(ref.Name)
+	if ns != fromNS {
+		if !t.visible(ns) {
+			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
+		}
+		if !t.granted(fromGroup, fromKind, fromNS, "", kindSecret, ns, name) {
+			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, fromKind, fromNS)}
+		}
+	}
+	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]
+	if secret == nil {
+		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s not found", ns, name)}
+	}
+	var missing []string
+	for _, k := range keys {
+		if _, ok := secret.Data[k]; !ok {
+			if _, ok := secret.StringData[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
+	}
+	if ns == t.ns {
+		return name, nil
+	}
+	if t.staged != nil {
+		t.staged.copies = append(t.staged.copies, copyRequest{secret, keys})
+		return copyName(t.gw.Name, secret), nil
+	}
+	return t.copySecret(secret, keys), nil
+}
+
+func copyName(gateway string, secret *corev1.Secret) string {
+	sum := sha256.Sum256([]byte(secret.Namespace + "/" + secret.Name))
+	return gateway + "-ref-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// copySecret records a copy of keys of a Secret from another namespace and returns its name.
+func (t *translator) copySecret(secret *corev1.Secret, keys []string) string {
+	name := copyName(t.gw.Name, secret)
+	c := t.copies[name]
+	if c == nil {
+		c = &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
+		c.Name = name
+		c.Annotations = map[string]string{"kafkalink.io/copied-from": secret.Namespace + "/" + secret.Name}
+		t.copies[name] = c
+	}
+	for _, k := range keys {
+		if v, ok := secret.Data[k]; ok {
+			c.Data[k] = v
+		} else {
+			c.Data[k] = []byte(secret.StringData[k])
+		}
+	}
+	return name
+}

@@ -1,0 +1,223 @@
+// Package gateway translates the gateway model (KafkaGateway, KafkaGatewayParameters,
+// KafkaRoute, KafkaBackendTLSPolicy, KafkaFilter and the Secrets, Services and ReferenceGrants
+// they name) into the objects that run and expose a kafkalink-proxy: a Deployment, a ConfigMap
+// with the proxy configuration, Services, OpenShift Routes and Gateway API TLSRoutes, together
+// with Gateway-API-shaped status for the gateway, its routes and policies.
+//
+// Translate is pure: a Snapshot in, a Result out, no clients, no clock reads (the snapshot
+// carries the time), deterministic output (everything sorted). Bad user data becomes status,
+// never a panic or an error.
+package gateway
+
+import (
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/proxy/config"
+)
+
+// ControllerName is written in the controllerName of route parent and policy ancestor status.
+const ControllerName = "kafkalink.io/gateway-controller"
+
+// Labels and annotations on generated objects.
+const (
+	// LabelGateway names the KafkaGateway an object was generated for; pruning selects on it.
+	LabelGateway = "kafkalink.io/gateway"
+	// LabelRoute names the KafkaRoute a Service, Route or TLSRoute exposes.
+	LabelRoute = "kafkalink.io/route"
+	// LabelManagedBy is the standard managed-by label, always "kafkalink".
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelName is the standard name label of the proxy pods, always "kafkalink-proxy".
+	LabelName = "app.kubernetes.io/name"
+	// LabelInstance is the standard instance label: the gateway name.
+	LabelInstance = "app.kubernetes.io/instance"
+	// AnnotationRestartChecksum is the pod template annotation over what the proxy cannot
+	// reload without a restart: the management settings, filter configuration and filter Secrets.
+	AnnotationRestartChecksum = "kafkalink.io/restart-checksum"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "kafkalink"
+	// ProxyName is the value of LabelName and the proxy container's name.
+	ProxyName = "kafkalink-proxy"
+)
+
+// Paths inside the proxy container.
+const (
+	// ConfigDir is where the ConfigMap is mounted; ConfigFile is the configuration in it.
+	ConfigDir  = "/opt/kafkalink/config"
+	ConfigKey  = "proxy-config.yaml"
+	ConfigFile = ConfigDir + "/" + ConfigKey
+	// SecretsRoot is the reserved folder of every mounted Secret.
+	SecretsRoot = "/opt/kroxylicious/secrets"
+	// ListenerSecretsDir holds listener key pairs and client CAs: <dir>/<listener>/<secret>/.
+	ListenerSecretsDir = SecretsRoot + "/tls"
+	// BackendSecretsDir holds upstream trust anchors and the client certificate: <dir>/<secret>/.
+	BackendSecretsDir = SecretsRoot + "/backend"
+	// FilterSecretsDir holds Secrets named by KafkaFilter placeholders: <dir>/<secret>/.
+	FilterSecretsDir = SecretsRoot + "/filter"
+)
+
+// Condition types used beyond Gateway API's Accepted, Programmed, ResolvedRefs and Conflicted.
+const (
+	ConditionAccepted     = "Accepted"
+	ConditionProgrammed   = "Programmed"
+	ConditionResolvedRefs = "ResolvedRefs"
+	ConditionConflicted   = "Conflicted"
+)
+
+// Condition reasons. The Gateway API names come first; the rest are kafkalink's own, for
+// failures Gateway API has no word for.
+const (
+	ReasonAccepted                    = "Accepted"
+	ReasonProgrammed                  = "Programmed"
+	ReasonResolvedRefs                = "ResolvedRefs"
+	ReasonPending                     = "Pending"
+	ReasonInvalid                     = "Invalid"
+	ReasonInvalidParameters           = "InvalidParameters"
+	ReasonListenersNotValid           = "ListenersNotValid"
+	ReasonAddressNotAssigned          = "AddressNotAssigned"
+	ReasonInvalidClientCertificateRef = "InvalidClientCertificateRef"
+	ReasonNoConflicts                 = "NoConflicts"
+	ReasonHostnameConflict            = "HostnameConflict"
+	ReasonPortUnavailable             = "PortUnavailable"
+	ReasonUnsupportedProtocol         = "UnsupportedProtocol"
+	ReasonInvalidCertificateRef       = "InvalidCertificateRef"
+	ReasonInvalidCACertificateRef     = "InvalidCACertificateRef"
+	ReasonRefNotPermitted             = "RefNotPermitted"
+	ReasonUnsupportedValue            = "UnsupportedValue"
+	ReasonNoMatchingParent            = "NoMatchingParent"
+	ReasonNotAllowedByListeners       = "NotAllowedByListeners"
+	ReasonBackendNotFound             = "BackendNotFound"
+	ReasonInvalidKind                 = "InvalidKind"
+	ReasonConflicted                  = "Conflicted"
+	ReasonTargetNotFound              = "TargetNotFound"
+
+	// ReasonNameInUse: a generated object's name is held by an object this gateway does not control.
+	ReasonNameInUse = "NameInUse"
+	// ReasonFilterNotFound: a rule names a KafkaFilter that does not exist.
+	ReasonFilterNotFound = "FilterNotFound"
+	// ReasonInvalidFilterSecretRef: a KafkaFilter placeholder names a missing Secret or key.
+	ReasonInvalidFilterSecretRef = "InvalidFilterSecretRef"
+	// ReasonInvalidBackendTLS: the KafkaBackendTLSPolicy of the backend cannot be applied.
+	ReasonInvalidBackendTLS = "InvalidBackendTLS"
+	// ReasonOpenShiftRoutesUnavailable: hostnames under an ingress domain need route.openshift.io/v1.
+	ReasonOpenShiftRoutesUnavailable = "OpenShiftRoutesUnavailable"
+	// ReasonTLSRoutesUnavailable: parentRefs need gateway.networking.k8s.io/v1 TLSRoutes.
+	ReasonTLSRoutesUnavailable = "TLSRoutesUnavailable"
+	// ReasonTLSRouteNotAccepted: a generated TLSRoute has no parent in its status after the timeout.
+	ReasonTLSRouteNotAccepted = "TLSRouteNotAccepted"
+	// ReasonDeploymentNotAvailable: the proxy Deployment does not report Available.
+	ReasonDeploymentNotAvailable = "DeploymentNotAvailable"
+)
+
+// Kinds of the foreign objects the translator generates.
+var (
+	// OpenShiftRouteGVK is route.openshift.io/v1 Route.
+	OpenShiftRouteGVK = schema.GroupVersionKind{Group: "route.openshift.io", Version: "v1", Kind: "Route"}
+	// TLSRouteGVK is gateway.networking.k8s.io/v1 TLSRoute.
+	TLSRouteGVK = schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "TLSRoute"}
+)
+
+// Environment is what the operator knows beyond the objects: its flags, which optional APIs the
+// cluster serves, and the time of the snapshot.
+type Environment struct {
+	// ClusterDomain is the in-cluster DNS suffix, svc.cluster.local by default.
+	ClusterDomain string
+	// ProxyImage is the kafkalink-proxy image.
+	ProxyImage string
+	// OpenShiftRoutes reports whether route.openshift.io/v1 Route is served.
+	OpenShiftRoutes bool
+	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.
+	TLSRoutes bool
+	// VisibleNamespaces are the namespaces whose objects the snapshot can hold; nil means all.
+	// A reference into another namespace cannot be checked, so it is refused.
+	VisibleNamespaces []string
+	// TLSRouteTimeout is how long a generated TLSRoute may go without a parent in its status.
+	TLSRouteTimeout time.Duration
+	// Now is the time of the snapshot, for the TLSRoute deadline.
+	Now time.Time
+}
+
+// ObjectKey names an object of some kind in the gateway's namespace.
+type ObjectKey struct {
+	// Kind is Service, ConfigMap, Deployment, Secret, Route or TLSRoute.
+	Kind string
+	// Name is the object's name.
+	Name string
+}
+
+// Snapshot is everything Translate reads: one KafkaGateway and what it refers to, as read from
+// informer caches.
+type Snapshot struct {
+	// Gateway is the gateway to translate.
+	Gateway *kroxyliciousv1alpha1.KafkaGateway
+	// Parameters is the KafkaGatewayParameters the gateway's parametersRef names; nil when there
+	// is no reference or it was not found.
+	Parameters *kroxyliciousv1alpha1.KafkaGatewayParameters
+	// Routes are KafkaRoutes of the gateway's namespace; those that do not name the gateway are ignored.
+	Routes []*kroxyliciousv1alpha1.KafkaRoute
+	// Filters are the KafkaFilters of the gateway's namespace.
+	Filters []*filterv1alpha1.KafkaFilter
+	// Policies are the KafkaBackendTLSPolicies of every visible namespace.
+	Policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy
+	// Services are the backend Services the routes name, and the gateway's own Services
+	// (whose load balancer status gives the addresses).
+	Services []*corev1.Service
+	// Secrets are the Secrets the gateway, routes, filters and policies name.
+	Secrets []*corev1.Secret
+	// ReferenceGrants are the ReferenceGrants of every visible namespace.
+	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
+	// Deployment is the proxy Deployment as it is now, for the Programmed condition.
+	Deployment *appsv1.Deployment
+	// TLSRoutes are the generated TLSRoutes as they are now, for their parent status.
+	TLSRoutes []*gatewayv1.TLSRoute
+	// Foreign lists names in the gateway's namespace held by objects the gateway does not
+	// control; those objects are never adopted.
+	Foreign []ObjectKey
+	// Env is the operator's side of the snapshot.
+	Env Environment
+}
+
+// Result is what Translate produces.
+type Result struct {
+	// Hold is set when the gateway cannot be translated at all (for example its parameters are
+	// missing): the controller then leaves every generated object as it is and writes status only,
+	// so a passing mistake does not tear down a running proxy.
+	Hold bool
+	// Objects are the desired objects, all in the gateway's namespace, sorted by kind and name.
+	// They carry labels and annotations but no owner reference: the controller adds it.
+	Objects []*unstructured.Unstructured
+	// Config is the proxy configuration in the ConfigMap; nil when Hold is set.
+	Config *config.Config
+	// GatewayStatus is the gateway's status. Conditions have no lastTransitionTime.
+	GatewayStatus kroxyliciousv1alpha1.KafkaGatewayStatus
+	// RouteParents are, per route name, the parent status entries for this gateway. Routes that
+	// no longer name the gateway have an empty entry, so stale status is removed.
+	RouteParents map[string][]kroxyliciousv1alpha1.RouteParentStatus
+	// PolicyAncestors are, per policy, the ancestor status entry for this gateway; nil removes it.
+	PolicyAncestors map[types.NamespacedName]*kroxyliciousv1alpha1.PolicyAncestorStatus
+	// RequeueAfter asks for another translation after this long (a TLSRoute deadline); 0 for none.
+	RequeueAfter time.Duration
+	// PruneKinds are the kinds whose stale generated objects may be deleted; a kind whose API is
+	// not served is left out.
+	PruneKinds []string
+}
+
+// Condition builds a condition without a transition time; the controller keeps the previous
+// time when the status did not change.
+func Condition(conditionType string, status bool, reason, message string, generation int64) metav1.Condition {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: conditionType, Status: s, Reason: reason, Message: message, ObservedGeneration: generation}
+}
