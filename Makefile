@@ -4,8 +4,9 @@ GO ?= go
 FUZZTIME ?= 10s
 # Control-plane tests start real processes; run their packages one at a time on small machines.
 INTEGRATION_FLAGS ?= -p 1 -timeout 40m
+VERSION ?= dev
 
-.PHONY: all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests clean
+.PHONY: all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
 
 all: build
 
@@ -17,8 +18,9 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager 
 
 test: verify test-unit test-integration fuzz ## Everything CI runs.
 
-test-unit: ## Pure packages, the proxy with kfake, and everything that needs no control plane.
+test-unit: ## Pure packages, the proxy with kfake, the image builder, and all that needs no control plane.
 	$(GO) test -short -count=1 ./...
+	cd hack/image && $(GO) test -count=1 ./...
 
 test-integration: controlplane ## Control-plane tests: real kube-apiserver, etcd and kube-controller-manager.
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
@@ -29,11 +31,24 @@ e2e: test-integration ## End-to-end tests live with the control-plane tests.
 fuzz: ## A short run of every fuzz target (FUZZTIME each).
 	FUZZTIME=$(FUZZTIME) bash hack/fuzz.sh
 
-generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations and CRDs.
+generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
 	bash hack/update-codegen.sh
+	bash hack/update-manifests.sh
+
+manifests: ## Rebuild manifests/install.yaml from the CRDs, RBAC and operator Deployment.
+	bash hack/update-manifests.sh
+
+image: ## OCI images of the operator and the proxy (static binaries, empty base, non-root) in _output/images.
+	mkdir -p _output/bin _output/images
+	for cmd in kafkalink-operator kafkalink-proxy; do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o _output/bin/$$cmd ./cmd/$$cmd && \
+	  (cd hack/image && $(GO) run . -binary ../../_output/bin/$$cmd -name ghcr.io/kafkalink/$$cmd:$(VERSION) \
+	    -out ../../_output/images/$$cmd -tarball ../../_output/images/$$cmd.tar) || exit 1; \
+	done
 
 verify: ## Fail when generated code is stale or Go files are not gofmt'ed.
 	bash hack/verify-codegen.sh
+	@OUTPUT=$$(mktemp) bash -c 'bash hack/update-manifests.sh && diff -q "$$OUTPUT" manifests/install.yaml >/dev/null || { echo "manifests/install.yaml is stale: run make manifests"; rm -f "$$OUTPUT"; exit 1; }; rm -f "$$OUTPUT"'
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^generated/')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 

@@ -97,3 +97,20 @@ func TestSeedKafkaGatewayParametersMeansManagementSettings(t *testing.T) {
 		t.Fatalf("stored spec %q (%v), want replicas, port and prometheusMetrics kept", out, err)
 	}
 }
+
+// TestInstallBundleApplies applies manifests/install.yaml as a cluster admin would.
+func TestInstallBundleApplies(t *testing.T) {
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubectl(t, "apply", "-f", filepath.Join(root, "manifests", "install.yaml"))
+	if err != nil {
+		t.Fatalf("kubectl apply -f manifests/install.yaml: %v\n%s", err, out)
+	}
+	for _, want := range []string{"namespace/kafkalink-system", "serviceaccount/kafkalink-operator", "deployment.apps/kafkalink-operator"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install.yaml did not create %s:\n%s", want, out)
+		}
+	}
+}
