@@ -38,6 +38,9 @@ type Options struct {
 	// WithoutControllerManager skips kube-controller-manager, for tests that need no garbage
 	// collection and want the CPU.
 	WithoutControllerManager bool
+	// Controllers is kube-controller-manager's --controllers ("*" when empty). The end-to-end
+	// tests use "*,-deployment,-replicaset" so the local kubelet runner owns Deployment status.
+	Controllers string
 	// Log receives progress lines; none when nil.
 	Log func(format string, args ...any)
 }
@@ -158,9 +161,13 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	if !opts.WithoutControllerManager {
+		controllers := opts.Controllers
+		if controllers == "" {
+			controllers = "*"
+		}
 		if err := cp.start("kube-controller-manager",
 			"--kubeconfig="+cp.Kubeconfig,
-			"--controllers=*",
+			"--controllers="+controllers,
 			"--use-service-account-credentials=false",
 			"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 			"--root-ca-file="+filepath.Join(cp.Dir, "ca.crt"),
