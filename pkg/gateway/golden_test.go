@@ -31,14 +31,14 @@ var update = flag.Bool("update", false, "rewrite the golden .out.yaml files")
 
 // testEnvironment is the optional "kind: Environment" document of a case.
 type testEnvironment struct {
-	ClusterDomain     string    `json:"clusterDomain"`
-	OpenShiftRoutes   *bool     `json:"openShiftRoutes"`
-	TLSRoutes         *bool     `json:"tlsRoutes"`
-	VisibleNamespaces []string  `json:"visibleNamespaces"`
-	TLSRouteTimeout   string    `json:"tlsRouteTimeout"`
-	Now               string    `json:"now"`
+	ClusterDomain     string      `json:"clusterDomain"`
+	OpenShiftRoutes   *bool       `json:"openShiftRoutes"`
+	TLSRoutes         *bool       `json:"tlsRoutes"`
+	VisibleNamespaces []string    `json:"visibleNamespaces"`
+	TLSRouteTimeout   string      `json:"tlsRouteTimeout"`
+	Now               string      `json:"now"`
 	Foreign           []ObjectKey `json:"foreign"`
-	Gateway           string    `json:"gateway"`
+	Gateway           string      `json:"gateway"`
 }
 
 // loadCase reads a case: Kubernetes objects, "kind: Include" documents (path relative to the
@@ -188,13 +188,13 @@ func loadCase(t *testing.T, path string) *Snapshot {
 
 // golden is the .out.yaml form of a Result.
 type golden struct {
-	Hold            bool                                                    `json:"hold,omitempty"`
-	RequeueAfter    string                                                  `json:"requeueAfter,omitempty"`
-	PruneKinds      []string                                                `json:"pruneKinds,omitempty"`
-	GatewayStatus   kroxyliciousv1alpha1.KafkaGatewayStatus                 `json:"gatewayStatus"`
-	RouteParents    map[string][]kroxyliciousv1alpha1.RouteParentStatus     `json:"routeParents,omitempty"`
-	PolicyAncestors map[string]*kroxyliciousv1alpha1.PolicyAncestorStatus   `json:"policyAncestors,omitempty"`
-	Objects         []map[string]any                                        `json:"objects,omitempty"`
+	Hold            bool                                                  `json:"hold,omitempty"`
+	RequeueAfter    string                                                `json:"requeueAfter,omitempty"`
+	PruneKinds      []string                                              `json:"pruneKinds,omitempty"`
+	GatewayStatus   kroxyliciousv1alpha1.KafkaGatewayStatus               `json:"gatewayStatus"`
+	RouteParents    map[string][]kroxyliciousv1alpha1.RouteParentStatus   `json:"routeParents,omitempty"`
+	PolicyAncestors map[string]*kroxyliciousv1alpha1.PolicyAncestorStatus `json:"policyAncestors,omitempty"`
+	Objects         []map[string]any                                      `json:"objects,omitempty"`
 }
 
 func render(t *testing.T, res *Result) []byte {
