@@ -309,6 +309,9 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			s.Metrics.ConnectionsActive.DeleteLabelValues(name)
 		}
 	}
+	if s.cfg != nil && s.cfg.Management != cfg.Management {
+		logger.Info("Management port settings changed; they take effect at the next start", "old", s.cfg.Management, "new", cfg.Management)
+	}
 	s.vcs = vcs
 	s.cfg = cfg
 	lim := cfg.Limits
