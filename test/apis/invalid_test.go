@@ -191,7 +191,27 @@ metadata: {name: c}
 spec:
   kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: KafkaTopic, name: my-cluster}
 `,
-			wantField: "spec.kafka", wantMessage: "kind must be Kafka",
+			wantField: "spec.kafka", wantMessage: "kind must be Kafka or KafkaRoute",
+		},
+		"a connection to a KafkaRoute with a Strimzi apiVersion": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: KafkaRoute, name: my-route}
+`,
+			wantField: "spec.kafka", wantMessage: "a KafkaRoute's apiVersion must be kroxylicious.io/v1alpha1",
+		},
+		"a connection to a Kafka with a route hostname": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1, kind: Kafka, name: my-cluster, hostname: x-%.example.com}
+`,
+			wantField: "spec.kafka", wantMessage: "hostname and caSecret apply to a KafkaRoute only",
 		},
 		"a connection without a cluster name": {
 			yaml: `

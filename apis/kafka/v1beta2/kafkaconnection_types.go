@@ -46,7 +46,7 @@ const (
 
 // KafkaConnectionSpec names the Kafka cluster, optionally a listener, and optionally a user.
 type KafkaConnectionSpec struct {
-	// Kafka is the cluster to connect to.
+	// Kafka is the cluster to connect to: a Strimzi Kafka, or a KafkaRoute in front of one.
 	// +required
 	Kafka KafkaReference `json:"kafka"`
 	// User is the KafkaUser whose credentials go into the binding; none when unset.
@@ -64,33 +64,64 @@ type KafkaConnectionSpec struct {
 	StoreFormats []string `json:"storeFormats,omitempty"`
 }
 
-// KafkaReference names a Strimzi Kafka and optionally one of its listeners.
+// Kinds a KafkaConnection can name in spec.kafka.
+const (
+	// KindKafka is a Strimzi Kafka (kafka.strimzi.io, v1 or v1beta2).
+	KindKafka = "Kafka"
+	// KindKafkaRoute is a kafkalink KafkaRoute (kroxylicious.io/v1alpha1): the proxied cluster
+	// looks to the application exactly like a real one.
+	KindKafkaRoute = "KafkaRoute"
+)
+
+// KafkaReference names the cluster: a Strimzi Kafka, or a KafkaRoute that proxies one.
 //
-// +kubebuilder:validation:XValidation:rule="self.kind == 'Kafka'",message="kind must be Kafka"
-// +kubebuilder:validation:XValidation:rule="self.apiVersion.startsWith('kafka.strimzi.io/')",message="apiVersion must be in the kafka.strimzi.io group, such as kafka.strimzi.io/v1beta2"
+// +kubebuilder:validation:XValidation:rule="self.kind in ['Kafka', 'KafkaRoute']",message="kind must be Kafka or KafkaRoute"
+// +kubebuilder:validation:XValidation:rule="self.kind != 'Kafka' || self.apiVersion.startsWith('kafka.strimzi.io/')",message="a Kafka's apiVersion must be in the kafka.strimzi.io group, such as kafka.strimzi.io/v1beta2"
+// +kubebuilder:validation:XValidation:rule="self.kind != 'KafkaRoute' || self.apiVersion == 'kroxylicious.io/v1alpha1'",message="a KafkaRoute's apiVersion must be kroxylicious.io/v1alpha1"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'KafkaRoute' || (!has(self.hostname) && !has(self.caSecret))",message="hostname and caSecret apply to a KafkaRoute only"
 type KafkaReference struct {
-	// APIVersion of the Kafka. Either kafka.strimzi.io/v1 or v1beta2 is fine: the operator reads
-	// whichever version the API server serves.
+	// APIVersion of the cluster object. For a Kafka either kafka.strimzi.io/v1 or v1beta2 is
+	// fine: the operator reads whichever version the API server serves.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	APIVersion string `json:"apiVersion"`
-	// Kind must be Kafka.
+	// Kind is Kafka or KafkaRoute.
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
-	// Name of the Kafka.
+	// Name of the Kafka or KafkaRoute.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Namespace of the Kafka; the KafkaConnection's namespace when unset.
+	// Namespace of the Kafka or KafkaRoute; the KafkaConnection's namespace when unset.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespace string `json:"namespace,omitempty"`
-	// Listener picks a listener by name; when unset the operator picks one that fits the user.
+	// Listener picks a listener by name: a Kafka listener, or for a KafkaRoute the gateway
+	// listener (sectionName). When unset the operator picks one that fits the user.
 	// +optional
 	Listener *ListenerReference `json:"listener,omitempty"`
+	// Hostname picks, for a KafkaRoute, one of its hostnames as written in the route (such as
+	// my-cluster-%.my-namespace.svc.cluster.local); the first in-cluster one when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Hostname string `json:"hostname,omitempty"`
+	// CASecret names, for a KafkaRoute, a Secret in the route's namespace whose ca.crt signs the
+	// gateway listener's certificate; the certificate Secret's own ca.crt (as cert-manager
+	// writes it) when unset.
+	// +optional
+	CASecret *SecretReference `json:"caSecret,omitempty"`
+}
+
+// SecretReference names a Secret.
+type SecretReference struct {
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ListenerReference names a listener of a Kafka.

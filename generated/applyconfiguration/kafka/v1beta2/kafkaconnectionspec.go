@@ -23,7 +23,7 @@ package v1beta2
 //
 // KafkaConnectionSpec names the Kafka cluster, optionally a listener, and optionally a user.
 type KafkaConnectionSpecApplyConfiguration struct {
-	// Kafka is the cluster to connect to.
+	// Kafka is the cluster to connect to: a Strimzi Kafka, or a KafkaRoute in front of one.
 	Kafka *KafkaReferenceApplyConfiguration `json:"kafka,omitempty"`
 	// User is the KafkaUser whose credentials go into the binding; none when unset.
 	User *UserReferenceApplyConfiguration `json:"user,omitempty"`

@@ -21,19 +21,27 @@ package v1beta2
 // KafkaReferenceApplyConfiguration represents a declarative configuration of the KafkaReference type for use
 // with apply.
 //
-// KafkaReference names a Strimzi Kafka and optionally one of its listeners.
+// KafkaReference names the cluster: a Strimzi Kafka, or a KafkaRoute that proxies one.
 type KafkaReferenceApplyConfiguration struct {
-	// APIVersion of the Kafka. Either kafka.strimzi.io/v1 or v1beta2 is fine: the operator reads
-	// whichever version the API server serves.
+	// APIVersion of the cluster object. For a Kafka either kafka.strimzi.io/v1 or v1beta2 is
+	// fine: the operator reads whichever version the API server serves.
 	APIVersion *string `json:"apiVersion,omitempty"`
-	// Kind must be Kafka.
+	// Kind is Kafka or KafkaRoute.
 	Kind *string `json:"kind,omitempty"`
-	// Name of the Kafka.
+	// Name of the Kafka or KafkaRoute.
 	Name *string `json:"name,omitempty"`
-	// Namespace of the Kafka; the KafkaConnection's namespace when unset.
+	// Namespace of the Kafka or KafkaRoute; the KafkaConnection's namespace when unset.
 	Namespace *string `json:"namespace,omitempty"`
-	// Listener picks a listener by name; when unset the operator picks one that fits the user.
+	// Listener picks a listener by name: a Kafka listener, or for a KafkaRoute the gateway
+	// listener (sectionName). When unset the operator picks one that fits the user.
 	Listener *ListenerReferenceApplyConfiguration `json:"listener,omitempty"`
+	// Hostname picks, for a KafkaRoute, one of its hostnames as written in the route (such as
+	// my-cluster-%.my-namespace.svc.cluster.local); the first in-cluster one when unset.
+	Hostname *string `json:"hostname,omitempty"`
+	// CASecret names, for a KafkaRoute, a Secret in the route's namespace whose ca.crt signs the
+	// gateway listener's certificate; the certificate Secret's own ca.crt (as cert-manager
+	// writes it) when unset.
+	CASecret *SecretReferenceApplyConfiguration `json:"caSecret,omitempty"`
 }
 
 // KafkaReferenceApplyConfiguration constructs a declarative configuration of the KafkaReference type for use with
@@ -79,5 +87,21 @@ func (b *KafkaReferenceApplyConfiguration) WithNamespace(value string) *KafkaRef
 // If called multiple times, the Listener field is set to the value of the last call.
 func (b *KafkaReferenceApplyConfiguration) WithListener(value *ListenerReferenceApplyConfiguration) *KafkaReferenceApplyConfiguration {
 	b.Listener = value
+	return b
+}
+
+// WithHostname sets the Hostname field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hostname field is set to the value of the last call.
+func (b *KafkaReferenceApplyConfiguration) WithHostname(value string) *KafkaReferenceApplyConfiguration {
+	b.Hostname = &value
+	return b
+}
+
+// WithCASecret sets the CASecret field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CASecret field is set to the value of the last call.
+func (b *KafkaReferenceApplyConfiguration) WithCASecret(value *SecretReferenceApplyConfiguration) *KafkaReferenceApplyConfiguration {
+	b.CASecret = value
 	return b
 }
