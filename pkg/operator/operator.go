@@ -58,6 +58,11 @@ type Options struct {
 	Workers                 int
 	ClusterDomain           string
 	ProxyImage              string
+
+	// Gateway controller.
+	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
+	// to list it in its status before the KafkaGateway reports TLSRouteNotAccepted.
+	TLSRouteAttachTimeout time.Duration
 }
 
 // AddFlags binds the options to flags with their defaults.
@@ -83,6 +88,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
 	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
+
+	// Gateway controller.
+	fs.DurationVar(&o.TLSRouteAttachTimeout, "tlsroute-attach-timeout", 5*time.Minute, "How long a generated TLSRoute may wait for a Gateway API parent to accept it before the KafkaGateway reports TLSRouteNotAccepted.")
 }
 
 // Clients are the API clients controllers use.

@@ -1,0 +1,539 @@
+// Package gatewaycontroller runs the gateway model: one work-queue key per KafkaGateway. Every
+// change to an object a gateway uses (KafkaRoute, KafkaGatewayParameters, KafkaBackendTLSPolicy,
+// KafkaFilter, Secret, Service, ReferenceGrant, and the objects it generated) enqueues that
+// gateway; sync gathers a snapshot from the informer caches, translates it with package gateway,
+// applies the result with server-side apply and prunes what is no longer desired.
+package gatewaycontroller
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	filterlisters "github.com/kafkalink/kafkalink/generated/listers/filter/v1alpha1"
+	kroxyliciouslisters "github.com/kafkalink/kafkalink/generated/listers/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/operator"
+)
+
+// Name is the controller's name, which also names its work queue.
+const Name = "gateway"
+
+// Index names on the shared informers; prefixed, as other controllers share the informers.
+const (
+	indexGatewaySecret = "gateway:secret"  // KafkaGateway -> namespace/name of Secrets it names
+	indexGatewayParams = "gateway:params"  // KafkaGateway -> its KafkaGatewayParameters name
+	indexRouteGateway  = "gateway:gateway" // KafkaRoute -> names of KafkaGateways it attaches to
+	indexRouteBackend  = "gateway:backend" // KafkaRoute -> namespace/name of its backend Services
+	indexRouteFilter   = "gateway:filter"  // KafkaRoute -> names of its KafkaFilters
+	indexFilterSecret  = "gateway:secret"  // KafkaFilter -> names of Secrets its placeholders name
+	indexPolicySecret  = "gateway:secret"  // KafkaBackendTLSPolicy -> namespace/name of its CA Secrets
+)
+
+// Resources of the generated kinds.
+var (
+	gvrDeployment     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrConfigMap      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrService        = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrSecret         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrRoute          = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
+	gvrTLSRoute       = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
+	gvrGrantV1beta1   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
+	gvrGrantV1        = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
+	kindToGVR         = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
+	discoveryInterval = 30 * time.Second
+)
+
+// Controller reconciles the KafkaGateways of one watched namespace (or all).
+type Controller struct {
+	ctrl    *controller.Controller
+	env     operator.Env
+	clock   clock.Clock
+	dynamic dynamic.Interface
+
+	gateways    kroxyliciouslisters.KafkaGatewayLister
+	gatewayIdx  cache.Indexer
+	params      kroxyliciouslisters.KafkaGatewayParametersLister
+	routes      kroxyliciouslisters.KafkaRouteLister
+	routeIdx    cache.Indexer
+	policies    kroxyliciouslisters.KafkaBackendTLSPolicyLister
+	policyIdx   cache.Indexer
+	filters     filterlisters.KafkaFilterLister
+	filterIdx   cache.Indexer
+	services    corelisters.ServiceLister
+	secrets     corelisters.SecretLister
+	configMaps  corelisters.ConfigMapLister
+	deployments appslisters.DeploymentLister
+
+	osRoutes  *optionalInformer
+	tlsRoutes *optionalInformer
+	grants    *optionalInformer
+}
+
+// New builds the gateway controller for the namespace of env's informers and registers its
+// informers and event handlers. Register it in cmd/kafkalink-operator/controllers.go.
+func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
+	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic}
+	c.ctrl = controller.New(Name, c.sync)
+	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
+	kube := env.Informers.Kube
+
+	gwInf := kl.KafkaGateways()
+	if err := gwInf.Informer().AddIndexers(cache.Indexers{indexGatewaySecret: gatewaySecrets, indexGatewayParams: gatewayParams}); err != nil {
+		return nil, err
+	}
+	routeInf := kl.KafkaRoutes()
+	if err := routeInf.Informer().AddIndexers(cache.Indexers{indexRouteGateway: routeGateways, indexRouteBackend: routeBackends, indexRouteFilter: routeFilters}); err != nil {
+		return nil, err
+	}
+	policyInf := kl.KafkaBackendTLSPolicies()
+	if err := policyInf.Informer().AddIndexers(cache.Indexers{indexPolicySecret: policySecrets}); err != nil {
+		return nil, err
+	}
+	filterInf := env.Informers.KafkaLink.Filter().V1alpha1().KafkaFilters()
+	if err := filterInf.Informer().AddIndexers(cache.Indexers{indexFilterSecret: filterSecrets}); err != nil {
+		return nil, err
+	}
+	paramsInf := kl.KafkaGatewayParameterses()
+	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
+	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
+
+	c.gateways, c.gatewayIdx = gwInf.Lister(), gwInf.Informer().GetIndexer()
+	c.routes, c.routeIdx = routeInf.Lister(), routeInf.Informer().GetIndexer()
+	c.policies, c.policyIdx = policyInf.Lister(), policyInf.Informer().GetIndexer()
+	c.filters, c.filterIdx = filterInf.Lister(), filterInf.Informer().GetIndexer()
+	c.params = paramsInf.Lister()
+	c.services, c.secrets = svcInf.Lister(), secretInf.Lister()
+	c.configMaps, c.deployments = cmInf.Lister(), depInf.Lister()
+
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		mapper   controller.MapFunc
+	}{
+		{gwInf.Informer(), c.self},
+		{routeInf.Informer(), c.routeToGateways},
+		{paramsInf.Informer(), c.paramsToGateways},
+		{policyInf.Informer(), c.policyToGateways},
+		{filterInf.Informer(), c.filterToGateways},
+		{secretInf.Informer(), c.secretToGateways},
+		{svcInf.Informer(), c.serviceToGateways},
+		{cmInf.Informer(), ownerGateway},
+		{depInf.Informer(), ownerGateway},
+	}
+	for _, h := range handlers {
+		if _, err := h.informer.AddEventHandler(controller.MapHandler(h.mapper, c.ctrl)); err != nil {
+			return nil, err
+		}
+		c.ctrl.WaitFor(h.informer.HasSynced)
+	}
+
+	// Foreign APIs may be missing now and installed later: each is watched once discovery shows it.
+	ns := env.Informers.Namespace
+	c.osRoutes = c.newOptional(ctx, "OpenShift Routes", ns, ownerGateway, gvrRoute)
+	c.tlsRoutes = c.newOptional(ctx, "TLSRoutes", ns, ownerGateway, gvrTLSRoute)
+	c.grants = c.newOptional(ctx, "ReferenceGrants", ns, c.allGateways, gvrGrantV1beta1, gvrGrantV1)
+	return c.ctrl, nil
+}
+
+// optionalInformer watches a foreign resource once the API server serves it.
+type optionalInformer struct {
+	what     string
+	gvr      atomic.Pointer[schema.GroupVersionResource]
+	informer atomic.Pointer[cache.SharedIndexInformer]
+	ready    atomic.Bool
+}
+
+// newOptional starts watching the first of gvrs the cluster serves. When none is served it
+// keeps asking discovery and starts the informer when one appears, then re-reconciles every
+// gateway. A resource served at start-up is waited for like the others, so the first syncs
+// after a restart see it.
+func (c *Controller) newOptional(ctx context.Context, what, namespace string, mapper controller.MapFunc, gvrs ...schema.GroupVersionResource) *optionalInformer {
+	o := &optionalInformer{what: what}
+	logger := klog.FromContext(ctx)
+	start := func(gvr schema.GroupVersionResource) {
+		inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, namespace, 0, cache.Indexers{}, nil).Informer()
+		_, _ = inf.AddEventHandler(controller.MapHandler(mapper, c.ctrl))
+		o.gvr.Store(&gvr)
+		o.informer.Store(&inf)
+		go inf.Run(ctx.Done())
+	}
+	served := func() (schema.GroupVersionResource, bool) {
+		for _, gvr := range gvrs {
+			list, err := c.env.Clients.Discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+			if err != nil {
+				continue
+			}
+			for _, r := range list.APIResources {
+				if r.Name == gvr.Resource {
+					return gvr, true
+				}
+			}
+		}
+		return schema.GroupVersionResource{}, false
+	}
+	if gvr, ok := served(); ok {
+		start(gvr)
+		inf := *o.informer.Load()
+		c.ctrl.WaitFor(func() bool {
+			synced := inf.HasSynced()
+			o.ready.Store(synced)
+			return synced
+		})
+		logger.V(2).Info("Watching optional API", "what", what, "resource", gvr.String())
+		return o
+	}
+	logger.Info("Optional API not served; gateways that need it report a condition until it is", "what", what, "resources", fmt.Sprint(gvrs))
+	go func() {
+		t := time.NewTicker(discoveryInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			gvr, ok := served()
+			if !ok {
+				continue
+			}
+			start(gvr)
+			inf := *o.informer.Load()
+			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+				return
+			}
+			o.ready.Store(true)
+			logger.Info("Optional API now served; reconciling every gateway", "what", what, "resource", gvr.String())
+			for _, key := range c.allGateways(nil) {
+				c.ctrl.Enqueue(key)
+			}
+			return
+		}
+	}()
+	return o
+}
+
+// Ready reports whether the resource is served and its cache synced.
+func (o *optionalInformer) Ready() bool {
+	if o == nil || !o.ready.Load() {
+		return false
+	}
+	return true
+}
+
+// lister returns the informer's indexer once ready.
+func (o *optionalInformer) store() cache.Indexer {
+	if !o.Ready() {
+		return nil
+	}
+	return (*o.informer.Load()).GetIndexer()
+}
+
+// Mappers: each returns the gateways an object's change concerns.
+
+func unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+func (c *Controller) self(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: m.GetName()}}
+}
+
+func (c *Controller) allGateways(any) []cache.ObjectName {
+	list, err := c.gateways.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(list))
+	for _, g := range list {
+		keys = append(keys, cache.ObjectName{Namespace: g.Namespace, Name: g.Name})
+	}
+	return keys
+}
+
+// ownerGateway maps a generated object to the KafkaGateway that controls it.
+func ownerGateway(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	ref := metav1.GetControllerOf(m)
+	if ref == nil || ref.Kind != "KafkaGateway" || ref.APIVersion != kroxyliciousv1alpha1.SchemeGroupVersion.String() {
+		return nil
+	}
+	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: ref.Name}}
+}
+
+func (c *Controller) routeToGateways(obj any) []cache.ObjectName {
+	r, ok := unwrap(obj).(*kroxyliciousv1alpha1.KafkaRoute)
+	if !ok {
+		return nil
+	}
+	names, _ := routeGateways(r)
+	keys := make([]cache.ObjectName, 0, len(names))
+	for _, n := range names {
+		keys = append(keys, cache.ObjectName{Namespace: r.Namespace, Name: n})
+	}
+	return keys
+}
+
+func (c *Controller) paramsToGateways(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	return c.gatewaysByIndex(indexGatewayParams, m.GetNamespace()+"/"+m.GetName())
+}
+
+func (c *Controller) gatewaysByIndex(index, value string) []cache.ObjectName {
+	objs, err := c.gatewayIdx.ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	keys := make([]cache.ObjectName, 0, len(objs))
+	for _, o := range objs {
+		if g, ok := o.(*kroxyliciousv1alpha1.KafkaGateway); ok {
+			keys = append(keys, cache.ObjectName{Namespace: g.Namespace, Name: g.Name})
+		}
+	}
+	return keys
+}
+
+// routesByIndex maps routes found through an index to their gateways.
+func (c *Controller) routesByIndex(index, value string) []cache.ObjectName {
+	objs, err := c.routeIdx.ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, o := range objs {
+		keys = append(keys, c.routeToGateways(o)...)
+	}
+	return keys
+}
+
+func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
+	p, ok := unwrap(obj).(*kroxyliciousv1alpha1.KafkaBackendTLSPolicy)
+	if !ok {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, ref := range p.Spec.TargetRefs {
+		ns := p.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		keys = append(keys, c.routesByIndex(indexRouteBackend, ns+"/"+string(ref.Name))...)
+	}
+	// Gateways whose status lists the policy, so a policy that stops applying is removed from it.
+	for _, a := range p.Status.Ancestors {
+		if a.ControllerName == gateway.ControllerName && a.AncestorRef.Namespace != nil {
+			keys = append(keys, cache.ObjectName{Namespace: string(*a.AncestorRef.Namespace), Name: string(a.AncestorRef.Name)})
+		}
+	}
+	return keys
+}
+
+func (c *Controller) filterToGateways(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	return c.routesByIndex(indexRouteFilter, m.GetNamespace()+"/"+m.GetName())
+}
+
+func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	key := m.GetNamespace() + "/" + m.GetName()
+	keys := c.gatewaysByIndex(indexGatewaySecret, key)
+	keys = append(keys, ownerGateway(obj)...)
+	if objs, err := c.filterIdx.ByIndex(indexFilterSecret, key); err == nil {
+		for _, f := range objs {
+			if fm, err := meta.Accessor(f); err == nil {
+				keys = append(keys, c.routesByIndex(indexRouteFilter, fm.GetNamespace()+"/"+fm.GetName())...)
+			}
+		}
+	}
+	if objs, err := c.policyIdx.ByIndex(indexPolicySecret, key); err == nil {
+		for _, p := range objs {
+			keys = append(keys, c.policyToGateways(p)...)
+		}
+	}
+	return keys
+}
+
+func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
+	m, err := meta.Accessor(unwrap(obj))
+	if err != nil {
+		return nil
+	}
+	keys := ownerGateway(obj)
+	return append(keys, c.routesByIndex(indexRouteBackend, m.GetNamespace()+"/"+m.GetName())...)
+}
+
+// Index functions.
+
+func gatewaySecrets(obj any) ([]string, error) {
+	g, ok := obj.(*kroxyliciousv1alpha1.KafkaGateway)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	add := func(ref kroxyliciousv1alpha1.SecretObjectReference) {
+		ns := g.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		out = append(out, ns+"/"+string(ref.Name))
+	}
+	for _, l := range g.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		for _, r := range l.TLS.CertificateRefs {
+			add(r)
+		}
+		if l.TLS.FrontendValidation != nil {
+			for _, r := range l.TLS.FrontendValidation.CACertificateRefs {
+				add(r)
+			}
+		}
+	}
+	if g.Spec.BackendTLS != nil && g.Spec.BackendTLS.ClientCertificateRef != nil {
+		add(*g.Spec.BackendTLS.ClientCertificateRef)
+	}
+	return out, nil
+}
+
+func gatewayParams(obj any) ([]string, error) {
+	g, ok := obj.(*kroxyliciousv1alpha1.KafkaGateway)
+	if !ok || g.Spec.Infrastructure == nil || g.Spec.Infrastructure.ParametersRef == nil {
+		return nil, nil
+	}
+	return []string{g.Namespace + "/" + g.Spec.Infrastructure.ParametersRef.Name}, nil
+}
+
+// routeGateways lists the gateways a route attaches to, and also those whose status it
+// carries, so that detaching a route clears its old gateway's entry.
+func routeGateways(obj any) ([]string, error) {
+	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)
+	if !ok {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, pr := range r.Spec.ParentRefs {
+		if (pr.Group == nil || *pr.Group == "kroxylicious.io") && (pr.Kind == nil || *pr.Kind == "KafkaGateway") {
+			add(string(pr.Name))
+		}
+	}
+	for _, p := range r.Status.Parents {
+		if p.ControllerName == gateway.ControllerName {
+			add(string(p.ParentRef.Name))
+		}
+	}
+	return out, nil
+}
+
+func routeBackends(obj any) ([]string, error) {
+	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, pr := range r.Spec.ParentRefs {
+		for _, rule := range pr.Rules {
+			for _, b := range rule.BackendRefs {
+				ns := r.Namespace
+				if b.Namespace != nil && *b.Namespace != "" {
+					ns = string(*b.Namespace)
+				}
+				out = append(out, ns+"/"+string(b.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+func routeFilters(obj any) ([]string, error) {
+	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, pr := range r.Spec.ParentRefs {
+		for _, rule := range pr.Rules {
+			for _, f := range rule.Filters {
+				out = append(out, r.Namespace+"/"+string(f.Name))
+			}
+		}
+	}
+	return out, nil
+}
+
+func filterSecrets(obj any) ([]string, error) {
+	f, ok := obj.(*filterv1alpha1.KafkaFilter)
+	if !ok {
+		return nil, nil
+	}
+	var raw []byte
+	if f.Spec.Config != nil {
+		raw = f.Spec.Config.Raw
+	}
+	_, refs, err := gateway.SubstituteFilterSecrets(raw)
+	if err != nil {
+		return nil, nil // a malformed filter is reported in route status, not by the index
+	}
+	var out []string
+	for _, r := range refs {
+		out = append(out, f.GetNamespace()+"/"+r.Secret)
+	}
+	return out, nil
+}
+
+func policySecrets(obj any) ([]string, error) {
+	p, ok := obj.(*kroxyliciousv1alpha1.KafkaBackendTLSPolicy)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, ref := range p.Spec.Validation.CACertificateRefs {
+		ns := p.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		out = append(out, ns+"/"+string(ref.Name))
+	}
+	return out, nil
+}

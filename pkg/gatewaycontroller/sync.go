@@ -1,0 +1,552 @@
+package gatewaycontroller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gateway"
+)
+
+// AnnotationAppliedHash holds a hash of what kafkalink last applied to a generated object; an
+// object whose hash matches the desired one is not written again, so an idle operator makes no
+// writes.
+const AnnotationAppliedHash = "kafkalink.io/applied-hash"
+
+// Event reasons beyond the condition reasons.
+const (
+	EventApplied = "Applied"
+	EventPruned  = "Pruned"
+)
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+	gw, err := c.gateways.KafkaGateways(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		// Owner references let the garbage collector remove what the gateway generated; only the
+		// status it wrote into routes and policies is left to clean.
+		return c.forget(ctx, key)
+	}
+	if err != nil {
+		return err
+	}
+	if gw.DeletionTimestamp != nil {
+		return nil
+	}
+	snap, err := c.gather(gw)
+	if err != nil {
+		return err
+	}
+	res := gateway.Translate(snap)
+	if !res.Hold {
+		if foreign := c.foreign(gw, res.Objects); len(foreign) > 0 {
+			// Names held by objects the gateway does not control: translate again knowing them,
+			// so the routes that need them say so and nothing is adopted.
+			snap.Foreign = foreign
+			res = gateway.Translate(snap)
+		}
+	}
+	if !res.Hold {
+		if err := c.apply(ctx, gw, res); err != nil {
+			return err
+		}
+	}
+	if err := c.writeStatus(ctx, gw, res); err != nil {
+		return err
+	}
+	if res.RequeueAfter > 0 {
+		logger.V(4).Info("Looking again later", "after", res.RequeueAfter)
+		c.ctrl.EnqueueAfter(key, res.RequeueAfter)
+	}
+	return nil
+}
+
+// gather reads the snapshot from the informer caches.
+func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Snapshot, error) {
+	ns := gw.Namespace
+	s := &gateway.Snapshot{Gateway: gw, Env: gateway.Environment{
+		ClusterDomain:   c.env.Options.ClusterDomain,
+		ProxyImage:      c.env.Options.ProxyImage,
+		OpenShiftRoutes: c.osRoutes.Ready(),
+		TLSRoutes:       c.tlsRoutes.Ready(),
+		TLSRouteTimeout: c.env.Options.TLSRouteAttachTimeout,
+		Now:             c.clock.Now(),
+	}}
+	if c.env.Informers.Namespace != "" {
+		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
+	}
+	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
+		p, err := c.params.KafkaGatewayParameterses(ns).Get(inf.ParametersRef.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		s.Parameters = p
+	}
+	var err error
+	if s.Routes, err = c.routes.KafkaRoutes(ns).List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Filters, err = c.filters.KafkaFilters(ns).List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	if s.Policies, err = c.policies.List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	// Services: the gateway's namespace (its own, and same-namespace backends), plus backends elsewhere.
+	if s.Services, err = c.services.Services(ns).List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, r := range s.Routes {
+		backends, _ := routeBackends(r)
+		for _, b := range backends {
+			bns, name, _ := cache.SplitMetaNamespaceKey(b)
+			if bns == ns || seen[b] {
+				continue
+			}
+			seen[b] = true
+			if svc, err := c.services.Services(bns).Get(name); err == nil {
+				s.Services = append(s.Services, svc)
+			}
+		}
+	}
+	// Secrets: the gateway's namespace, plus those named in other namespaces.
+	if s.Secrets, err = c.secrets.Secrets(ns).List(labels.Everything()); err != nil {
+		return nil, err
+	}
+	refs, _ := gatewaySecrets(gw)
+	for _, p := range s.Policies {
+		more, _ := policySecrets(p)
+		refs = append(refs, more...)
+	}
+	for _, ref := range refs {
+		sns, name, _ := cache.SplitMetaNamespaceKey(ref)
+		if sns == ns || seen["secret:"+ref] {
+			continue
+		}
+		seen["secret:"+ref] = true
+		if sec, err := c.secrets.Secrets(sns).Get(name); err == nil {
+			s.Secrets = append(s.Secrets, sec)
+		}
+	}
+	if store := c.grants.store(); store != nil {
+		for _, o := range store.List() {
+			var g gatewayv1beta1.ReferenceGrant
+			if fromUnstructured(o, &g) == nil {
+				s.ReferenceGrants = append(s.ReferenceGrants, &g)
+			}
+		}
+	}
+	if d, err := c.deployments.Deployments(ns).Get(gateway.DeploymentName(gw.Name)); err == nil && controlledBy(d, gw) {
+		s.Deployment = d
+	}
+	if store := c.tlsRoutes.store(); store != nil {
+		for _, o := range store.List() {
+			var r gatewayv1.TLSRoute
+			if fromUnstructured(o, &r) == nil && r.Namespace == ns && controlledBy(&r, gw) {
+				s.TLSRoutes = append(s.TLSRoutes, &r)
+			}
+		}
+	}
+	return s, nil
+}
+
+func fromUnstructured(o any, into any) error {
+	u, ok := o.(*unstructured.Unstructured)
+	if !ok {
+		return fmt.Errorf("not unstructured: %T", o)
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+func controlledBy(obj metav1.Object, gw *kroxyliciousv1alpha1.KafkaGateway) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == gw.UID
+}
+
+// existing returns the object of a generated kind and name from the caches, or nil.
+func (c *Controller) existing(kind, namespace, name string) metav1.Object {
+	var obj any
+	var err error
+	switch kind {
+	case gateway.KindDeployment:
+		obj, err = c.deployments.Deployments(namespace).Get(name)
+	case gateway.KindConfigMap:
+		obj, err = c.configMaps.ConfigMaps(namespace).Get(name)
+	case gateway.KindService:
+		obj, err = c.services.Services(namespace).Get(name)
+	case gateway.KindSecret:
+		obj, err = c.secrets.Secrets(namespace).Get(name)
+	case gateway.KindRoute, gateway.KindTLSRoute:
+		o := c.osRoutes
+		if kind == gateway.KindTLSRoute {
+			o = c.tlsRoutes
+		}
+		store := o.store()
+		if store == nil {
+			return nil
+		}
+		var exists bool
+		obj, exists, err = store.GetByKey(namespace + "/" + name)
+		if !exists {
+			return nil
+		}
+	}
+	if err != nil || obj == nil {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// foreign lists desired names already held by objects the gateway does not control.
+func (c *Controller) foreign(gw *kroxyliciousv1alpha1.KafkaGateway, objects []*unstructured.Unstructured) []gateway.ObjectKey {
+	var out []gateway.ObjectKey
+	for _, o := range objects {
+		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && !controlledBy(m, gw) {
+			out = append(out, gateway.ObjectKey{Kind: o.GetKind(), Name: o.GetName()})
+		}
+	}
+	return out
+}
+
+// apply writes each desired object whose applied hash differs, then deletes generated objects
+// that are no longer desired.
+func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
+	logger := klog.FromContext(ctx)
+	owner := metav1.OwnerReference{
+		APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: "KafkaGateway",
+		Name: gw.Name, UID: gw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+	desired := map[gateway.ObjectKey]bool{}
+	applied := 0
+	for _, o := range res.Objects {
+		desired[gateway.ObjectKey{Kind: o.GetKind(), Name: o.GetName()}] = true
+		gvr, ok := kindToGVR[o.GetKind()]
+		if !ok {
+			continue
+		}
+		o = o.DeepCopy()
+		o.SetOwnerReferences([]metav1.OwnerReference{owner})
+		hash, err := objectHash(o)
+		if err != nil {
+			return err
+		}
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationAppliedHash] = hash
+		o.SetAnnotations(ann)
+		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && controlledBy(m, gw) && m.GetAnnotations()[AnnotationAppliedHash] == hash {
+			continue
+		}
+		if _, err := c.dynamic.Resource(gvr).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+		applied++
+		logger.V(2).Info("Applied", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()))
+	}
+	pruned, err := c.prune(ctx, gw, res.PruneKinds, desired)
+	if err != nil {
+		return err
+	}
+	if applied > 0 || pruned > 0 {
+		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventApplied, "Applied %d and deleted %d generated objects", applied, pruned)
+	}
+	return nil
+}
+
+func objectHash(o *unstructured.Unstructured) (string, error) {
+	b, err := json.Marshal(o.Object) // map keys marshal sorted
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
+// prune deletes the gateway's generated objects of the given kinds that are not desired.
+func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, kinds []string, desired map[gateway.ObjectKey]bool) (int, error) {
+	selector := labels.SelectorFromSet(labels.Set{gateway.LabelGateway: gw.Name})
+	pruned := 0
+	for _, kind := range kinds {
+		var objs []metav1.Object
+		switch kind {
+		case gateway.KindDeployment:
+			list, _ := c.deployments.Deployments(gw.Namespace).List(selector)
+			for _, o := range list {
+				objs = append(objs, o)
+			}
+		case gateway.KindConfigMap:
+			list, _ := c.configMaps.ConfigMaps(gw.Namespace).List(selector)
+			for _, o := range list {
+				objs = append(objs, o)
+			}
+		case gateway.KindService:
+			list, _ := c.services.Services(gw.Namespace).List(selector)
+			for _, o := range list {
+				objs = append(objs, o)
+			}
+		case gateway.KindSecret:
+			list, _ := c.secrets.Secrets(gw.Namespace).List(selector)
+			for _, o := range list {
+				objs = append(objs, o)
+			}
+		case gateway.KindRoute, gateway.KindTLSRoute:
+			o := c.osRoutes
+			if kind == gateway.KindTLSRoute {
+				o = c.tlsRoutes
+			}
+			if store := o.store(); store != nil {
+				list, _ := store.ByIndex(cache.NamespaceIndex, gw.Namespace)
+				for _, x := range list {
+					if m, err := meta.Accessor(x); err == nil && selector.Matches(labels.Set(m.GetLabels())) {
+						objs = append(objs, m)
+					}
+				}
+			}
+		}
+		sort.Slice(objs, func(i, j int) bool { return objs[i].GetName() < objs[j].GetName() })
+		for _, o := range objs {
+			if desired[gateway.ObjectKey{Kind: kind, Name: o.GetName()}] || !controlledBy(o, gw) || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			uid := o.GetUID()
+			err := c.dynamic.Resource(kindToGVR[kind]).Namespace(gw.Namespace).Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return pruned, fmt.Errorf("deleting %s %s/%s: %w", kind, gw.Namespace, o.GetName(), err)
+			}
+			pruned++
+			klog.FromContext(ctx).V(2).Info("Pruned", "kind", kind, "object", klog.KRef(gw.Namespace, o.GetName()))
+		}
+	}
+	return pruned, nil
+}
+
+// mergeConditions keeps each condition's transition time while its status is unchanged.
+func mergeConditions(old, desired []metav1.Condition, now metav1.Time) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(desired))
+	for _, d := range desired {
+		d.LastTransitionTime = now
+		if prev := meta.FindStatusCondition(old, d.Type); prev != nil && prev.Status == d.Status {
+			d.LastTransitionTime = prev.LastTransitionTime
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// changedToBad lists the conditions that turned unhealthy (or changed reason while unhealthy).
+func changedToBad(old, desired []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, d := range desired {
+		bad := d.Status == metav1.ConditionFalse
+		if d.Type == gateway.ConditionConflicted {
+			bad = d.Status == metav1.ConditionTrue
+		}
+		if !bad {
+			continue
+		}
+		prev := meta.FindStatusCondition(old, d.Type)
+		if prev == nil || prev.Status != d.Status || prev.Reason != d.Reason {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
+	now := metav1.NewTime(c.clock.Now())
+	st := res.GatewayStatus
+	st.Conditions = mergeConditions(gw.Status.Conditions, st.Conditions, now)
+	for i := range st.Listeners {
+		var old []metav1.Condition
+		for _, l := range gw.Status.Listeners {
+			if l.Name == st.Listeners[i].Name {
+				old = l.Conditions
+			}
+		}
+		st.Listeners[i].Conditions = mergeConditions(old, st.Listeners[i].Conditions, now)
+	}
+	if !equality.Semantic.DeepEqual(gw.Status, st) {
+		// Warning events only for conditions that just turned bad: an unchanged status is silent.
+		for _, cond := range changedToBad(gw.Status.Conditions, st.Conditions) {
+			c.env.Recorder.Event(gw, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		}
+		if was, is := meta.FindStatusCondition(gw.Status.Conditions, gateway.ConditionProgrammed), meta.FindStatusCondition(st.Conditions, gateway.ConditionProgrammed); is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
+			c.env.Recorder.Event(gw, corev1.EventTypeNormal, gateway.ReasonProgrammed, is.Message)
+		}
+		updated := gw.DeepCopy()
+		updated.Status = st
+		if _, err := c.env.Clients.KafkaLink.KroxyliciousV1alpha1().KafkaGateways(gw.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager}); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).V(2).Info("Updated gateway status", "gateway", klog.KObj(gw))
+	}
+	if res.RouteParents != nil {
+		names := make([]string, 0, len(res.RouteParents))
+		for n := range res.RouteParents {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if err := c.writeRouteStatus(ctx, gw.Namespace, gw.Name, n, res.RouteParents[n], now); err != nil {
+				return err
+			}
+		}
+	}
+	if res.PolicyAncestors != nil {
+		keys := make([]types.NamespacedName, 0, len(res.PolicyAncestors))
+		for k := range res.PolicyAncestors {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			if err := c.writePolicyStatus(ctx, gw.Namespace, gw.Name, k, res.PolicyAncestors[k], now); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ours(p kroxyliciousv1alpha1.RouteParentStatus, gateway_ string) bool {
+	return p.ControllerName == gateway.ControllerName && string(p.ParentRef.Name) == gateway_ &&
+		(p.ParentRef.Kind == nil || *p.ParentRef.Kind == "KafkaGateway")
+}
+
+// writeRouteStatus replaces this gateway's entries in a route's status.parents, leaving other
+// gateways' and controllers' entries alone.
+func (c *Controller) writeRouteStatus(ctx context.Context, namespace, gw, routeName string, entries []kroxyliciousv1alpha1.RouteParentStatus, now metav1.Time) error {
+	route, err := c.routes.KafkaRoutes(namespace).Get(routeName)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var old []kroxyliciousv1alpha1.RouteParentStatus
+	var parents []kroxyliciousv1alpha1.RouteParentStatus
+	for _, p := range route.Status.Parents {
+		if ours(p, gw) {
+			old = append(old, p)
+		} else {
+			parents = append(parents, p)
+		}
+	}
+	for _, e := range entries {
+		var prev []metav1.Condition
+		for _, o := range old {
+			if ptr.Deref(o.ParentRef.SectionName, "") == ptr.Deref(e.ParentRef.SectionName, "") {
+				prev = o.Conditions
+				break
+			}
+		}
+		for _, cond := range changedToBad(prev, e.Conditions) {
+			c.env.Recorder.Event(route, corev1.EventTypeWarning, cond.Reason, fmt.Sprintf("gateway %s: %s", gw, cond.Message))
+		}
+		e.Conditions = mergeConditions(prev, e.Conditions, now)
+		parents = append(parents, e)
+	}
+	if len(parents) > 32 {
+		parents = parents[:32]
+	}
+	if equality.Semantic.DeepEqual(route.Status.Parents, parents) || len(route.Status.Parents) == 0 && len(parents) == 0 {
+		return nil
+	}
+	updated := route.DeepCopy()
+	updated.Status.Parents = parents
+	_, err = c.env.Clients.KafkaLink.KroxyliciousV1alpha1().KafkaRoutes(namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	return err
+}
+
+func (c *Controller) writePolicyStatus(ctx context.Context, namespace, gw string, key types.NamespacedName, entry *kroxyliciousv1alpha1.PolicyAncestorStatus, now metav1.Time) error {
+	policy, err := c.policies.KafkaBackendTLSPolicies(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var prev []metav1.Condition
+	var ancestors []kroxyliciousv1alpha1.PolicyAncestorStatus
+	for _, a := range policy.Status.Ancestors {
+		if a.ControllerName == gateway.ControllerName && string(a.AncestorRef.Name) == gw && a.AncestorRef.Namespace != nil && string(*a.AncestorRef.Namespace) == namespace {
+			prev = a.Conditions
+			continue
+		}
+		ancestors = append(ancestors, a)
+	}
+	if entry != nil {
+		e := *entry
+		e.Conditions = mergeConditions(prev, e.Conditions, now)
+		ancestors = append(ancestors, e)
+	}
+	if len(ancestors) > 16 {
+		ancestors = ancestors[:16]
+	}
+	if equality.Semantic.DeepEqual(policy.Status.Ancestors, ancestors) || len(policy.Status.Ancestors) == 0 && len(ancestors) == 0 {
+		return nil
+	}
+	updated := policy.DeepCopy()
+	updated.Status.Ancestors = ancestors
+	_, err = c.env.Clients.KafkaLink.KroxyliciousV1alpha1().KafkaBackendTLSPolicies(key.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	return err
+}
+
+// forget removes a deleted gateway's entries from route and policy status.
+func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
+	now := metav1.NewTime(c.clock.Now())
+	routes, err := c.routeIdx.ByIndex(indexRouteGateway, key.Name)
+	if err != nil {
+		return err
+	}
+	for _, o := range routes {
+		r, ok := o.(*kroxyliciousv1alpha1.KafkaRoute)
+		if !ok || r.Namespace != key.Namespace {
+			continue
+		}
+		if err := c.writeRouteStatus(ctx, key.Namespace, key.Name, r.Name, nil, now); err != nil {
+			return err
+		}
+	}
+	policies, err := c.policies.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	for _, p := range policies {
+		for _, a := range p.Status.Ancestors {
+			if a.ControllerName == gateway.ControllerName && string(a.AncestorRef.Name) == key.Name && a.AncestorRef.Namespace != nil && string(*a.AncestorRef.Namespace) == key.Namespace {
+				if err := c.writePolicyStatus(ctx, key.Namespace, key.Name, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, nil, now); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
