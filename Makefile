@@ -55,8 +55,11 @@ verify: ## Fail when generated code is stale or Go files are not gofmt'ed.
 lint: ## go vet.
 	$(GO) vet ./...
 
-bench: ## Benchmarks (figures, not pass/fail).
-	@echo "benchmarks are added by the binding, gateway and proxy work"
+bench: ## Benchmarks: figures side by side from one run, not pass/fail.
+	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback)"
+	$(GO) run ./proxy/bench
+	@echo "== binding: secret assembly per connection"
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
 
 demo: controlplane ## Start a local control plane with the CRDs and seed examples and run the operator.
 	$(GO) run ./hack/demo
