@@ -365,6 +365,10 @@ func digestBindingSecret(obj any) (any, error) {
 		return obj, nil
 	}
 	s.ManagedFields = nil
+	if _, done := s.Annotations[secretDigestAnnotation]; done && s.Data == nil {
+		// Already digested: transforms must be idempotent.
+		return s, nil
+	}
 	ann := make(map[string]string, len(s.Annotations)+1)
 	for k, v := range s.Annotations {
 		ann[k] = v

@@ -43,6 +43,11 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 	if conn.DeletionTimestamp != nil {
 		return nil
 	}
+	if conn.Spec.Kafka.Kind != "" && conn.Spec.Kafka.Kind != kafkav1beta2.KindKafka {
+		// A KafkaRoute connection is bound by the code that knows routes, not from Strimzi.
+		logger.V(4).Info("Not a Strimzi Kafka connection", "kind", conn.Spec.Kafka.Kind)
+		return nil
+	}
 	state := r.strimzi.state()
 	if state == strimziStarting {
 		// The Strimzi informers are syncing; every connection is enqueued once they have.
@@ -227,6 +232,8 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		if upToDate(existing, digest) {
 			return nil, nil
 		}
+		logger.V(4).Info("Binding Secret differs", "type", existing.Type, "labels", existing.Labels,
+			"cachedDigest", existing.Annotations[secretDigestAnnotation], "wantDigest", digest)
 	} else {
 		// The cache holds labelled Secrets only: ask the API server before creating, so a Secret
 		// of this name that someone else made is never adopted. Only creation pays this read.

@@ -97,7 +97,9 @@ func (h *harness) startOperator(name string) {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
-	if err := framework.WaitHTTP200(h.ctx, "http://"+health+"/readyz", waitLimit); err != nil {
+	// /healthz, not /readyz: readiness waits for every controller's caches, and this suite
+	// checks the binding controller alone, whose progress the waits below observe.
+	if err := framework.WaitHTTP200(h.ctx, "http://"+health+"/healthz", waitLimit); err != nil {
 		h.t.Fatalf("%v\n%s", err, p.Log())
 	}
 	h.op, h.metrics = p, "http://"+metrics+"/metrics"
