@@ -126,7 +126,7 @@ func TestContainerEnv(t *testing.T) {
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: ref("creds"), Key: "nope", Optional: ptr.To(true)}}}}},
 		},
 		"a missing Secret keeps the container waiting": {
-			container: corev1.Container{EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("absent")}}}},
+			container:   corev1.Container{EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref("absent")}}}},
 			wantWaiting: true,
 		},
 	}
