@@ -78,19 +78,19 @@ const ReasonSecretNotOwned = "SecretNotOwned"
 
 // Event reasons besides the Ready reasons (which are used as Warning event reasons as they are).
 const (
-	// EventSecretApplied: the binding Secret was created or updated.
-	EventSecretApplied = "SecretApplied"
+	// EventSecretRestored: the binding Secret was deleted by someone else and created again.
+	EventSecretRestored = "SecretRestored"
 	// EventSecretDeleted: the binding Secret was deleted because its credentials may no longer be
 	// shared (RefNotPermitted).
 	EventSecretDeleted = "SecretDeleted"
 )
 
 // Client rate limits used when the operator's configuration sets none. client-go's default of 5
-// requests per second would take half an hour to bind 5,000 connections (two writes each); the
-// API server's priority and fairness protects itself.
+// requests per second would take an hour to bind 5,000 connections (a read and two writes each);
+// the API server's priority and fairness is what protects it.
 const (
-	defaultQPS   = 50
-	defaultBurst = 100
+	defaultQPS   = 200
+	defaultBurst = 300
 )
 
 // reconciler holds what a sync reads and writes.

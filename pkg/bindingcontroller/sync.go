@@ -280,7 +280,10 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		}
 	}
 	logger.V(2).Info("Applied binding Secret", "secret", klog.KRef(conn.Namespace, conn.Name), "removedEntries", extra)
-	r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretApplied, "Applied Secret %s", conn.Name)
+	if existing == nil && conn.Status.Binding != nil {
+		// Creation is visible in status; a restoration is worth telling whoever deleted it.
+		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretRestored, "Restored Secret %s", conn.Name)
+	}
 	return nil, nil
 }
 
@@ -418,9 +421,12 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	changed := old == nil || old.Status != cond.Status || old.Reason != cond.Reason || old.Message != cond.Message
 	if changed {
 		logger.V(2).Info("Ready changed", "status", cond.Status, "reason", cond.Reason, "message", cond.Message)
-		if failure != nil {
+		// Events for failures and for recoveries from them; a first successful bind says so in
+		// status only, so creating thousands of connections does not flood the event stream.
+		switch {
+		case failure != nil:
 			r.recorder.Event(conn, corev1.EventTypeWarning, failure.Reason, failure.Message)
-		} else {
+		case old != nil && old.Status == metav1.ConditionFalse:
 			r.recorder.Event(conn, corev1.EventTypeNormal, ReasonBound, cond.Message)
 		}
 	}

@@ -74,7 +74,6 @@ func (h *harness) scramLifecycle(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
-	h.waitEvent(ns, "app", "Normal", "Bound")
 
 	// Password rotation reaches the Secret.
 	h.setUser(ns, "alice", "my-cluster", "scram-sha-512", false, scramSecret("second-password"))
@@ -233,6 +232,7 @@ func (h *harness) secretRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitSecret(ns, "app", "recreated with the same data", func(d map[string][]byte) bool { return sameData(d, orig) })
+	h.waitEvent(ns, "app", "Normal", "SecretRestored")
 
 	// A hand edit: a changed password and an extra entry.
 	patch := []byte(`{"data":{"password":"aGFja2Vk","extra":"eA=="}}`)
@@ -295,6 +295,7 @@ func (h *harness) brokenInputs(t *testing.T) {
 	h.waitReason(ns, "app", "UserCredentialsMissing")
 	h.setSecret(ns, "dave", "later", scramSecret("daves-password"))
 	h.waitReason(ns, "app", "Bound")
+	h.waitEvent(ns, "app", "Normal", "Bound")
 
 	// A named listener that cannot serve the user.
 	c, err := h.kl.KafkaV1beta2().KafkaConnections(ns).Get(h.ctx, "app", metav1.GetOptions{})

@@ -1,0 +1,354 @@
+package binding_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
+	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
+	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
+	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
+	"github.com/kafkalink/kafkalink/test/framework"
+)
+
+// BenchmarkFiveThousandConnections measures the operator binary against the local control plane:
+// how long 5,000 KafkaConnections (each with its own SCRAM KafkaUser and Secret, all on one Kafka)
+// take to become Ready from an operator start, the operator's peak memory, how long a cluster CA
+// renewal takes to reach all 5,000 binding Secrets, and the writes an idle operator makes in 60 s.
+// It prints figures; run it with
+//
+//	go test -run '^$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding/
+//
+// BINDING_BENCH_CONNECTIONS changes the count (for a quick try).
+func BenchmarkFiveThousandConnections(b *testing.B) {
+	n := 5000
+	if v, err := strconv.Atoi(os.Getenv("BINDING_BENCH_CONNECTIONS")); err == nil && v > 0 {
+		n = v
+	}
+	for range b.N {
+		benchConnections(b, n)
+	}
+}
+
+func benchConnections(b *testing.B, n int) {
+	ctx := context.Background()
+	cp, err := framework.Start(ctx, framework.Options{StrimziVersion: "1.2.0", WithoutControllerManager: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cp.Stop()
+	kubeconfig, _, err := cp.InstallOperatorRBAC(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &harness{ctx: ctx, cp: cp, kube: cp.Client, version: "v1", dir: dir}
+	if h.kl, err = kafkalinkclient.NewForConfig(cp.Config); err != nil {
+		b.Fatal(err)
+	}
+	if h.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
+		b.Fatal(err)
+	}
+	caOld := bindingtest.NewCA(b, "cluster-ca v0", time.Now().Add(-time.Hour))
+	caNew := bindingtest.NewCA(b, "cluster-ca v1", time.Now().Add(-time.Minute))
+
+	const ns = "bench"
+	must(b, h.createNamespace(ns))
+	must(b, h.createKafka(ns, "big", scram))
+	must(b, h.createSecret(ns, "big-cluster-ca-cert", "big", map[string][]byte{"ca.crt": caOld.CertPEM}))
+
+	setup := time.Now()
+	parallel(b, n, 16, func(i int) error {
+		user := fmt.Sprintf("user-%05d", i)
+		if err := h.createReadyUser(ns, user, "big"); err != nil {
+			return err
+		}
+		if err := h.createSecret(ns, user, "big", scramSecret("password-"+strconv.Itoa(i))); err != nil {
+			return err
+		}
+		_, err := h.kl.KafkaV1beta2().KafkaConnections(ns).Create(ctx, connection(ns, fmt.Sprintf("app-%05d", i), "big", user, "", ""), metav1.CreateOptions{})
+		return err
+	})
+	b.Logf("setup: %d KafkaUsers, user Secrets and KafkaConnections created in %s", n, time.Since(setup).Round(time.Millisecond))
+
+	// Watch from the benchmark: Ready connections and binding Secrets trusting both CAs.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var ready, renewed atomic.Int64
+	readySet, renewedSet := &sync.Map{}, &sync.Map{}
+	klf := kafkalinkinformers.NewSharedInformerFactoryWithOptions(h.kl, 0, kafkalinkinformers.WithNamespace(ns))
+	onConn := func(obj any) {
+		c, ok := obj.(*kafkav1beta2.KafkaConnection)
+		if !ok {
+			return
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == "Ready" && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.Generation {
+				if _, loaded := readySet.LoadOrStore(c.Name, true); !loaded {
+					ready.Add(1)
+				}
+			}
+		}
+	}
+	_, _ = klf.Kafka().V1beta2().KafkaConnections().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onConn, UpdateFunc: func(_, o any) { onConn(o) },
+	})
+	kf := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "kafkalink.io/binding" }))
+	onSecret := func(obj any) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return
+		}
+		if len(bindingtest.PEMCertificates(s.Data["ssl.truststore.crt"])) == 2 {
+			if _, loaded := renewedSet.LoadOrStore(s.Name, true); !loaded {
+				renewed.Add(1)
+			}
+		}
+	}
+	_, _ = kf.Core().V1().Secrets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onSecret, UpdateFunc: func(_, o any) { onSecret(o) },
+	})
+	klf.Start(watchCtx.Done())
+	kf.Start(watchCtx.Done())
+
+	health, metrics := framework.FreeAddress(), framework.FreeAddress()
+	start := time.Now()
+	op, err := framework.StartProcess(dir, "operator", binary, "--kubeconfig="+kubeconfig,
+		"--health-address="+health, "--metrics-address="+metrics, "--leader-elect=false", "--v=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = op.Stop(15 * time.Second) }()
+	pid := findPID(b, binary)
+	waitCount(b, op, &ready, int64(n), "Ready connections", 30*time.Minute)
+	toReady := time.Since(start)
+
+	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
+		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
+	renewal := time.Now()
+	waitCount(b, op, &renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
+	toRenew := time.Since(renewal)
+
+	// Idle: nothing changes for 60 s after the queue drained.
+	h.metrics = "http://" + metrics + "/metrics"
+	for {
+		adds, done, depth, err := h.queueMetrics()
+		if err == nil && depth == 0 && done >= adds {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	before := countWrites(b, cp)
+	time.Sleep(60 * time.Second)
+	after := countWrites(b, cp)
+	hwm, rss := procMemory(b, pid)
+
+	b.ReportMetric(toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(toRenew.Seconds(), "s-ca-renewal")
+	b.ReportMetric(float64(hwm)/1024, "MiB-peak-rss")
+	b.ReportMetric(float64(after-before), "idle-writes-60s")
+	fmt.Printf("binding controller, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12):\n", n)
+	fmt.Printf("  operator start -> all Ready:        %s\n", toReady.Round(time.Millisecond))
+	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", toRenew.Round(time.Millisecond))
+	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(hwm)/1024, float64(rss)/1024)
+	fmt.Printf("  writes by the idle operator in 60s: %d\n", after-before)
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// parallel runs f(0..n-1) on workers goroutines and fails on the first error.
+func parallel(b *testing.B, n, workers int, f func(i int) error) {
+	b.Helper()
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || firstErr.Load() != nil {
+					return
+				}
+				if err := f(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		b.Fatal(err)
+	}
+}
+
+func waitCount(b *testing.B, op *framework.Process, counter *atomic.Int64, want int64, what string, limit time.Duration) {
+	b.Helper()
+	deadline := time.Now().Add(limit)
+	last := time.Now()
+	for counter.Load() < want {
+		select {
+		case <-op.Done():
+			b.Fatalf("operator exited: %v\n%s", op.Err(), tail(op.Log()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: %d of %d after %s\n%s", what, counter.Load(), want, limit, tail(op.Log()))
+		}
+		if time.Since(last) > 10*time.Second {
+			b.Logf("%s: %d of %d", what, counter.Load(), want)
+			last = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+func countWrites(b *testing.B, cp *framework.ControlPlane) int {
+	b.Helper()
+	w, err := cp.Writes(framework.OperatorUser)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(w)
+}
+
+// findPID finds the operator process by its binary path, which is unique to this run.
+func findPID(b *testing.B, binary string) int {
+	b.Helper()
+	for range 100 {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.HasPrefix(string(cmdline), binary+"\x00") {
+				return pid
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.Fatalf("no process runs %s", binary)
+	return 0
+}
+
+// procMemory reads VmHWM (peak resident set) and VmRSS of a process, in KiB.
+func procMemory(b *testing.B, pid int) (hwm, rss int64) {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmHWM:":
+			hwm = v
+		case "VmRSS:":
+			rss = v
+		}
+	}
+	return hwm, rss
+}
+
+// The helpers below return errors instead of failing, so they can run on many goroutines.
+
+func (h *harness) createNamespace(name string) error {
+	_, err := h.kube.CoreV1().Namespaces().Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return err
+}
+
+func (h *harness) createKafka(ns, name string, ls ...listener) error {
+	var specLs, statusLs []any
+	for _, l := range ls {
+		specLs = append(specLs, l.spec())
+		statusLs = append(statusLs, l.status(ns, name))
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kafka.strimzi.io/" + h.version, "kind": "Kafka",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"kafka": map[string]any{"listeners": specLs}},
+	}}
+	client := h.dyn.Resource(h.gvr("kafkas")).Namespace(ns)
+	created, err := client.Create(h.ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Object["status"] = map[string]any{"observedGeneration": created.GetGeneration(), "listeners": statusLs}
+	_, err = client.UpdateStatus(h.ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+func (h *harness) createReadyUser(ns, name, cluster string) error {
+	client := h.dyn.Resource(h.gvr("kafkausers")).Namespace(ns)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kafka.strimzi.io/" + h.version, "kind": "KafkaUser",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"strimzi.io/cluster": cluster}},
+		"spec":     map[string]any{"authentication": map[string]any{"type": "scram-sha-512"}},
+	}}
+	created, err := client.Create(h.ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Object["status"] = map[string]any{
+		"observedGeneration": created.GetGeneration(), "username": name, "secret": name,
+		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": "2025-01-01T00:00:00Z"}},
+	}
+	_, err = client.UpdateStatus(h.ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+func (h *harness) createSecret(ns, name, cluster string, data map[string][]byte) error {
+	_, err := h.kube.CoreV1().Secrets(ns).Create(h.ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"strimzi.io/cluster": cluster}},
+		Data:       data,
+	}, metav1.CreateOptions{})
+	return err
+}
+
+func (h *harness) updateSecret(ns, name string, data map[string][]byte) error {
+	s, err := h.kube.CoreV1().Secrets(ns).Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Data = data
+	_, err = h.kube.CoreV1().Secrets(ns).Update(h.ctx, s, metav1.UpdateOptions{})
+	return err
+}
