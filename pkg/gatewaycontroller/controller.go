@@ -54,6 +54,7 @@ var (
 	gvrSecret         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	gvrRoute          = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute       = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
+	gvrParams         = schema.GroupVersionResource{Group: "kroxylicious.io", Version: "v1alpha1", Resource: "kafkagatewayparameters"}
 	gvrGrantV1beta1   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
 	gvrGrantV1        = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
 	kindToGVR         = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
@@ -69,7 +70,7 @@ type Controller struct {
 
 	gateways    kroxyliciouslisters.KafkaGatewayLister
 	gatewayIdx  cache.Indexer
-	params      kroxyliciouslisters.KafkaGatewayParametersLister
+	params      cache.GenericLister
 	routes      kroxyliciouslisters.KafkaRouteLister
 	routeIdx    cache.Indexer
 	policies    kroxyliciouslisters.KafkaBackendTLSPolicyLister
@@ -110,7 +111,10 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	if err := filterInf.Informer().AddIndexers(cache.Indexers{indexFilterSecret: filterSecrets}); err != nil {
 		return nil, err
 	}
-	paramsInf := kl.KafkaGatewayParameterses()
+	// The generated typed client for KafkaGatewayParameters names the resource
+	// "kafkagatewayparameterses", which the CRD does not serve; read it through a dynamic
+	// informer on the CRD's real plural instead.
+	paramsInf := env.Informers.Dynamic.ForResource(gvrParams)
 	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
 

@@ -96,11 +96,16 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
 	}
 	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		p, err := c.params.KafkaGatewayParameterses(ns).Get(inf.ParametersRef.Name)
+		o, err := c.params.ByNamespace(ns).Get(inf.ParametersRef.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		s.Parameters = p
+		if err == nil {
+			var p kroxyliciousv1alpha1.KafkaGatewayParameters
+			if err := fromUnstructured(o, &p); err == nil {
+				s.Parameters = &p
+			}
+		}
 	}
 	var err error
 	if s.Routes, err = c.routes.KafkaRoutes(ns).List(labels.Everything()); err != nil {
