@@ -395,6 +395,11 @@ func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.K
 				old = l.Conditions
 			}
 		}
+		for _, cond := range changedToBad(old, st.Listeners[i].Conditions) {
+			if cond.Type != gateway.ConditionProgrammed { // Programmed follows from the others
+				c.env.Recorder.Event(gw, corev1.EventTypeWarning, cond.Reason, fmt.Sprintf("listener %s: %s", st.Listeners[i].Name, cond.Message))
+			}
+		}
 		st.Listeners[i].Conditions = mergeConditions(old, st.Listeners[i].Conditions, now)
 	}
 	if !equality.Semantic.DeepEqual(gw.Status, st) {
