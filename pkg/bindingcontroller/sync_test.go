@@ -25,14 +25,14 @@ func TestGrantAllows(t *testing.T) {
 		grant *gatewayv1beta1.ReferenceGrant
 		want  bool
 	}{
-		"a grant to every KafkaUser allows": {grant(from, user), true},
+		"a grant to every KafkaUser allows":        {grant(from, user), true},
 		"a grant to this KafkaUser by name allows": {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "kafka.strimzi.io", Kind: "KafkaUser", Name: ptr(gatewayv1beta1.ObjectName("alice"))}), true},
-		"a grant to another KafkaUser does not": {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "kafka.strimzi.io", Kind: "KafkaUser", Name: ptr(gatewayv1beta1.ObjectName("bob"))}), false},
-		"a grant to the user's Secret allows": {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret", Name: ptr(gatewayv1beta1.ObjectName("alice-secret"))}), true},
-		"a grant to another Secret does not": {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret", Name: ptr(gatewayv1beta1.ObjectName("other"))}), false},
-		"a grant from another namespace does not": {grant(gatewayv1beta1.ReferenceGrantFrom{Group: "kafka.strimzi.io", Kind: "KafkaConnection", Namespace: "elsewhere"}, user), false},
-		"a grant from another kind does not": {grant(gatewayv1beta1.ReferenceGrantFrom{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "apps"}, user), false},
-		"a grant to Kafkas does not": {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "kafka.strimzi.io", Kind: "Kafka"}), false},
+		"a grant to another KafkaUser does not":    {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "kafka.strimzi.io", Kind: "KafkaUser", Name: ptr(gatewayv1beta1.ObjectName("bob"))}), false},
+		"a grant to the user's Secret allows":      {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret", Name: ptr(gatewayv1beta1.ObjectName("alice-secret"))}), true},
+		"a grant to another Secret does not":       {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "", Kind: "Secret", Name: ptr(gatewayv1beta1.ObjectName("other"))}), false},
+		"a grant from another namespace does not":  {grant(gatewayv1beta1.ReferenceGrantFrom{Group: "kafka.strimzi.io", Kind: "KafkaConnection", Namespace: "elsewhere"}, user), false},
+		"a grant from another kind does not":       {grant(gatewayv1beta1.ReferenceGrantFrom{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute", Namespace: "apps"}, user), false},
+		"a grant to Kafkas does not":               {grant(from, gatewayv1beta1.ReferenceGrantTo{Group: "kafka.strimzi.io", Kind: "Kafka"}), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
