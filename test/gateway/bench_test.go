@@ -1,0 +1,140 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaycontroller"
+	kloperator "github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/test/framework"
+)
+
+// BenchmarkGateway200Routes measures one gateway with 200 in-cluster routes of 10 brokers each
+// (2,200 generated Services): the time from creating the routes until every route is attached
+// and every Service exists, and then the operator's writes over 10 idle seconds, which must be 0.
+// It runs the operator in-process under the operator ServiceAccount's RBAC, with a client rate
+// limit of 200 QPS (the binary uses client-go's default of 5), and prints its figures:
+//
+//	go test -count=1 -run '^$' -bench BenchmarkGateway200Routes -benchtime=1x ./test/gateway/
+func BenchmarkGateway200Routes(b *testing.B) {
+	const routes, brokers = 200, 10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The shared binary operator would compete with the one measured here.
+	if err := op.p.Stop(15 * time.Second); err != nil {
+		b.Fatal(err)
+	}
+	ns := "bench"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	cfg := rest.CopyConfig(operatorCfg)
+	cfg.QPS, cfg.Burst = 200, 400
+	clients, err := kloperator.NewClients(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := kloperator.Options{
+		HealthAddress: framework.FreeAddress(), Workers: 4, ClusterDomain: "svc.cluster.local",
+		ProxyImage: "ghcr.io/kafkalink/kafkalink-proxy:bench", TLSRouteAttachTimeout: 5 * time.Minute,
+	}
+	done := make(chan error, 1)
+	go func() { done <- kloperator.Run(ctx, opts, clients, gatewaycontroller.New) }()
+	defer func() { cancel(); <-done }()
+
+	mustCreate := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert"}, StringData: map[string]string{"tls.crt": "C", "tls.key": "K"}}, metav1.CreateOptions{})
+	mustCreate(err)
+	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9093}}}}, metav1.CreateOptions{})
+	mustCreate(err)
+	_, err = kl.KroxyliciousV1alpha1().KafkaGateways(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaGateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+		Spec: kroxyliciousv1alpha1.KafkaGatewaySpec{Listeners: []kroxyliciousv1alpha1.Listener{{
+			Name: "one", Port: 9092, Protocol: kroxyliciousv1alpha1.ProtocolKafkaTLS,
+			TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{CertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}}},
+		}}},
+	}, metav1.CreateOptions{})
+	mustCreate(err)
+	ids := make([]int32, brokers)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	for i := range routes {
+		_, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaRoute{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("route-%03d", i)},
+			Spec: kroxyliciousv1alpha1.KafkaRouteSpec{ParentRefs: []kroxyliciousv1alpha1.KafkaRouteParentReference{{
+				Name:      "gw",
+				Brokers:   []kroxyliciousv1alpha1.BrokerTopology{{AdvertisedBrokerIds: ids}},
+				Hostnames: []kroxyliciousv1alpha1.PercentHostname{kroxyliciousv1alpha1.PercentHostname(fmt.Sprintf("c%03d-%%.svc.cluster.local", i))},
+				Rules: []kroxyliciousv1alpha1.KafkaRouteRule{{Name: "r", BackendRefs: []kroxyliciousv1alpha1.BackendReference{{Name: "backend", Port: 9093}}}},
+			}}},
+		}, metav1.CreateOptions{})
+		mustCreate(err)
+	}
+	created := time.Since(start)
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		gw, err := kl.KroxyliciousV1alpha1().KafkaGateways(ns).Get(ctx, "gw", metav1.GetOptions{})
+		svcs, err2 := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "kafkalink.io/gateway=gw"})
+		if err == nil && err2 == nil && len(gw.Status.Listeners) == 1 && gw.Status.Listeners[0].AttachedRoutes == routes && len(svcs.Items) == routes*(brokers+1) {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("not settled after 10 minutes")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	programmed := time.Since(start)
+	// Route status is written after the Services; wait for the last route too.
+	for {
+		r, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Get(ctx, fmt.Sprintf("route-%03d", routes-1), metav1.GetOptions{})
+		if err == nil && len(r.Status.Parents) == 1 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	allStatus := time.Since(start)
+	b.StopTimer()
+
+	// Steady state: let the last writes land, then count writes over 10 idle seconds.
+	settleB(b)
+	before, _ := cp.Writes(framework.OperatorUser)
+	time.Sleep(10 * time.Second)
+	after, _ := cp.Writes(framework.OperatorUser)
+	steady := len(after) - len(before)
+
+	b.ReportMetric(created.Seconds(), "s-create-200-routes")
+	b.ReportMetric(programmed.Seconds(), "s-until-2200-services")
+	b.ReportMetric(allStatus.Seconds(), "s-until-all-route-status")
+	b.ReportMetric(float64(steady), "steady-writes/10s")
+	b.Logf("200 routes x 10 brokers: routes created in %s; all 2,200 Services and attachedRoutes=200 after %s; all route status after %s; operator writes while idle for 10s: %d",
+		created.Round(time.Millisecond), programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
+	if steady != 0 {
+		b.Errorf("the operator wrote %d times while nothing changed", steady)
+	}
+}
+
+func settleB(b *testing.B) {
+	last, _ := cp.Writes(framework.OperatorUser)
+	n, quiet := len(last), time.Now()
+	for time.Since(quiet) < 3*time.Second {
+		time.Sleep(250 * time.Millisecond)
+		cur, _ := cp.Writes(framework.OperatorUser)
+		if len(cur) != n {
+			n, quiet = len(cur), time.Now()
+		}
+	}
+}
