@@ -44,6 +44,8 @@ type process struct {
 	err     error
 	exited  time.Time
 	cancel  context.CancelFunc // stops the prober
+	// stopping is set when the runner itself stops the process, so its exit is no news.
+	stopping bool
 }
 
 // pod is the local stand-in for the one replica of a Deployment's current template. Its
@@ -312,7 +314,14 @@ func (p *pod) start(ctx context.Context, r *Runner, d *appsv1.Deployment, o obje
 		p.mu.Unlock()
 		close(proc.done)
 		cancel()
-		if ctx.Err() == nil {
+		p.mu.Lock()
+		stopping := proc.stopping
+		p.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+		case stopping:
+			logger.V(2).Info("Process stopped", "pod", p.name, "pid", proc.pid, "err", err)
+		default:
 			logger.Info("Process exited", "pod", p.name, "pid", proc.pid, "err", err, "log", p.logPath)
 			r.ctrl.Enqueue(p.key)
 		}
@@ -373,6 +382,9 @@ func (p *pod) probeLoop(ctx context.Context, r *Runner, proc *process, pr *probe
 func (p *pod) stop(logger klog.Logger, reason string) {
 	p.mu.Lock()
 	proc := p.proc
+	if proc != nil {
+		proc.stopping = true
+	}
 	p.mu.Unlock()
 	if proc != nil {
 		select {
