@@ -16,10 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
-	pkcs12 "software.sslmate.com/src/go-pkcs12"
 
 	"github.com/kafkalink/kafkalink/pkg/binding"
+	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -107,18 +106,7 @@ func readyUser(t *testing.T, name, auth string) *strimzi.KafkaUser {
 	return u
 }
 
-// project writes every entry of the binding Secret as a file, as a Service Binding runtime
-// projects it into the workload, and returns the folder.
-func project(t *testing.T, data map[string][]byte) string {
-	t.Helper()
-	dir := t.TempDir()
-	for k, v := range data {
-		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func project(t *testing.T, data map[string][]byte) string { return bindingtest.Project(t, data) }
 
 // bindingFiles reads a projected binding the way an application would.
 type bindingFiles struct {
@@ -126,115 +114,20 @@ type bindingFiles struct {
 	dir string
 }
 
-func (b bindingFiles) get(key string) (string, bool) {
-	v, err := os.ReadFile(filepath.Join(b.dir, key))
-	if os.IsNotExist(err) {
-		return "", false
-	}
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	return string(v), true
-}
-
-func (b bindingFiles) must(key string) string {
-	v, ok := b.get(key)
-	if !ok {
-		b.t.Fatalf("the binding has no %s", key)
-	}
-	return v
-}
-
-// keystoreFormat says where a client takes its trust and key material from.
-type keystoreFormat int
+func (b bindingFiles) must(key string) string { return bindingtest.Files{T: b.t, Dir: b.dir}.Must(key) }
 
 const (
-	fromPEM keystoreFormat = iota
-	fromPKCS12
+	fromPEM    = bindingtest.FromPEM
+	fromPKCS12 = bindingtest.FromPKCS12
 )
 
-// clientOpts configures franz-go from the binding files only: bootstrap.servers,
-// security.protocol, the truststore, and SCRAM credentials or the mTLS keystore.
-func clientOpts(t *testing.T, dir string, format keystoreFormat) []kgo.Opt {
-	t.Helper()
-	b := bindingFiles{t, dir}
-	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(b.must("bootstrap.servers"), ",")...)}
-	protocol := b.must("security.protocol")
-	if strings.HasSuffix(protocol, "SSL") {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
-		switch format {
-		case fromPEM:
-			if !cfg.RootCAs.AppendCertsFromPEM([]byte(b.must("ssl.truststore.crt"))) {
-				t.Fatal("ssl.truststore.crt holds no certificate")
-			}
-			if crt, ok := b.get("ssl.keystore.crt"); ok {
-				pair, err := tls.X509KeyPair([]byte(crt), []byte(b.must("ssl.keystore.key")))
-				if err != nil {
-					t.Fatalf("ssl.keystore.crt and .key: %v", err)
-				}
-				cfg.Certificates = []tls.Certificate{pair}
-			}
-		case fromPKCS12:
-			certs, err := pkcs12.DecodeTrustStore([]byte(b.must("ssl.truststore.p12")), b.must("ssl.truststore.password"))
-			if err != nil {
-				t.Fatalf("ssl.truststore.p12: %v", err)
-			}
-			for _, c := range certs {
-				cfg.RootCAs.AddCert(c)
-			}
-			if p12, ok := b.get("ssl.keystore.p12"); ok {
-				key, leaf, chain, err := pkcs12.DecodeChain([]byte(p12), b.must("ssl.keystore.password"))
-				if err != nil {
-					t.Fatalf("ssl.keystore.p12: %v", err)
-				}
-				pair := tls.Certificate{Certificate: [][]byte{leaf.Raw}, PrivateKey: key, Leaf: leaf}
-				for _, c := range chain {
-					pair.Certificate = append(pair.Certificate, c.Raw)
-				}
-				cfg.Certificates = []tls.Certificate{pair}
-			}
-		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
-	}
-	if strings.HasPrefix(protocol, "SASL_") {
-		if mech := b.must("sasl.mechanism"); mech != "SCRAM-SHA-512" {
-			t.Fatalf("sasl.mechanism = %s", mech)
-		}
-		opts = append(opts, kgo.SASL(scram.Auth{User: b.must("username"), Pass: b.must("password")}.AsSha512Mechanism()))
-	}
-	return opts
+func clientOpts(t *testing.T, dir string, format bindingtest.KeystoreFormat) []kgo.Opt {
+	return bindingtest.ClientOpts(t, dir, format)
 }
 
-// produceConsume writes one record and reads it back, within a deadline so a broken setup fails
-// instead of hanging.
 func produceConsume(t *testing.T, opts []kgo.Opt, value string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	opts = append(opts, kgo.DefaultProduceTopic(topic), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(value), Partition: 0}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consume: %v (%v)", err, fs.Errors())
-		}
-		for _, fe := range fs.Errors() {
-			t.Fatalf("consume: %v", fe.Err)
-		}
-		found := false
-		fs.EachRecord(func(r *kgo.Record) { found = found || string(r.Value) == value })
-		if found {
-			return
-		}
-	}
+	bindingtest.ProduceConsume(t, opts, topic, value)
 }
 
 func TestFranzGoFromBindingFilesSCRAMOverSASLSSL(t *testing.T) {

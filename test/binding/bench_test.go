@@ -40,12 +40,21 @@ func BenchmarkFiveThousandConnections(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BINDING_BENCH_CONNECTIONS")); err == nil && v > 0 {
 		n = v
 	}
-	for range b.N {
-		benchConnections(b, n)
+	for _, bin := range []struct{ name, pkg string }{
+		{"operator", "./cmd/kafkalink-operator"},
+		// The same operator with the binding controller alone: the gateway controller caches
+		// every Secret of the cluster, which at this scale dominates the memory figure.
+		{"binding-only", "./test/binding/bindingonly"},
+	} {
+		b.Run(bin.name, func(b *testing.B) {
+			for range b.N {
+				benchConnections(b, n, bin.pkg)
+			}
+		})
 	}
 }
 
-func benchConnections(b *testing.B, n int) {
+func benchConnections(b *testing.B, n int, pkg string) {
 	ctx := context.Background()
 	cp, err := framework.Start(ctx, framework.Options{StrimziVersion: "1.2.0", WithoutControllerManager: true})
 	if err != nil {
@@ -57,7 +66,7 @@ func benchConnections(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", dir)
+	binary, err := framework.BuildBinary(pkg, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -167,7 +176,7 @@ func benchConnections(b *testing.B, n int) {
 	b.ReportMetric(toRenew.Seconds(), "s-ca-renewal")
 	b.ReportMetric(float64(hwm)/1024, "MiB-peak-rss")
 	b.ReportMetric(float64(after-before), "idle-writes-60s")
-	fmt.Printf("binding controller, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12):\n", n)
+	fmt.Printf("%s, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12):\n", pkg, n)
 	fmt.Printf("  operator start -> all Ready:        %s\n", toReady.Round(time.Millisecond))
 	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", toRenew.Round(time.Millisecond))
 	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(hwm)/1024, float64(rss)/1024)

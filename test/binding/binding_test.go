@@ -38,6 +38,7 @@ func runScenarios(t *testing.T, strimziVersion string) {
 	t.Run("a cross-namespace user needs a ReferenceGrant", h.crossNamespace)
 	t.Run("a Secret deleted or edited by hand is restored", h.secretRestored)
 	t.Run("deleting the KafkaConnection deletes its Secret through garbage collection", h.garbageCollected)
+	t.Run("a franz-go client configured from the operator's Secret produces and consumes over SASL_SSL", h.realClient)
 	t.Run("broken inputs get their reasons and recover by themselves", h.brokenInputs)
 	t.Run("a restarted operator writes nothing for unchanged connections", h.restartWritesNothing)
 }

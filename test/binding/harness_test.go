@@ -257,6 +257,27 @@ func (h *harness) setKafka(ns, name string, listeners []listener, reported []lis
 	}
 }
 
+// setKafkaBootstrap sets one listener's bootstrapServers in the Kafka status.
+func (h *harness) setKafkaBootstrap(ns, name, listenerName, bootstrap string) {
+	h.t.Helper()
+	client := h.dyn.Resource(h.gvr("kafkas")).Namespace(ns)
+	obj, err := client.Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ls, _, _ := unstructured.NestedSlice(obj.Object, "status", "listeners")
+	for _, l := range ls {
+		if m, ok := l.(map[string]any); ok && m["name"] == listenerName {
+			m["bootstrapServers"] = bootstrap
+			delete(m, "addresses")
+		}
+	}
+	_ = unstructured.SetNestedSlice(obj.Object, ls, "status", "listeners")
+	if _, err := client.UpdateStatus(h.ctx, obj, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // setSecret creates or replaces a Secret labelled like Strimzi's.
 func (h *harness) setSecret(ns, name, cluster string, data map[string][]byte) {
 	h.t.Helper()

@@ -1,0 +1,41 @@
+// Command bindingonly is kafkalink-operator with the binding controller alone, so the benchmark
+// can tell the binding controller's memory from the other controllers'. Same flags, same RBAC.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
+	"github.com/kafkalink/kafkalink/pkg/operator"
+)
+
+func main() {
+	var opts operator.Options
+	opts.AddFlags(flag.CommandLine)
+	klog.InitFlags(flag.CommandLine)
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
+
+	cfg, err := operator.RestConfig(opts.Kubeconfig)
+	if err == nil {
+		var clients operator.Clients
+		if clients, err = operator.NewClients(cfg); err == nil {
+			err = operator.Run(ctx, opts, clients, bindingcontroller.New)
+		}
+	}
+	klog.Flush()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bindingonly:", err)
+		os.Exit(1)
+	}
+}
