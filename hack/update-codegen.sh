@@ -22,6 +22,7 @@ kube::codegen::gen_register --boilerplate "$boilerplate" "$tree/apis"
 kube::codegen::gen_client \
   --with-watch \
   --with-applyconfig \
+  --plural-exceptions "KafkaGatewayParameters:KafkaGatewayParameters" \
   --output-dir "$tree/generated" \
   --output-pkg "$module/generated" \
   --boilerplate "$boilerplate" \

@@ -46,6 +46,8 @@ import (
 // Options are the operator's settings, bound to command-line flags by AddFlags.
 type Options struct {
 	Kubeconfig              string
+	KubeAPIQPS              float64
+	KubeAPIBurst            int
 	WatchNamespaces         []string
 	MetricsAddress          string
 	HealthAddress           string
@@ -68,6 +70,8 @@ type Options struct {
 // AddFlags binds the options to flags with their defaults.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Requests per second to the API server (client-go's default of 5 is too slow for large gateways).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of requests to the API server.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", func(s string) error {
 		o.WatchNamespaces = nil
 		for _, ns := range strings.Split(s, ",") {
@@ -164,6 +168,18 @@ func RestConfig(path string) (*rest.Config, error) {
 		return rest.InClusterConfig()
 	}
 	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// RestConfig loads the configured kubeconfig with the options' client rate limits.
+func (o *Options) RestConfig() (*rest.Config, error) {
+	cfg, err := RestConfig(o.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS = float32(o.KubeAPIQPS)
+	cfg.Burst = o.KubeAPIBurst
+	cfg.UserAgent = "kafkalink-operator"
+	return cfg, nil
 }
 
 // NewClients builds every client from one configuration.

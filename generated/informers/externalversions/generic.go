@@ -67,8 +67,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kroxylicious().V1alpha1().KafkaBackendTLSPolicies().Informer()}, nil
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithResource("kafkagateways"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kroxylicious().V1alpha1().KafkaGateways().Informer()}, nil
-	case kroxyliciousv1alpha1.SchemeGroupVersion.WithResource("kafkagatewayparameterses"):
-		return &genericInformer{resource: resource.GroupResource(), informer: f.Kroxylicious().V1alpha1().KafkaGatewayParameterses().Informer()}, nil
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithResource("kafkagatewayparameters"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Kroxylicious().V1alpha1().KafkaGatewayParameters().Informer()}, nil
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithResource("kafkaroutes"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Kroxylicious().V1alpha1().KafkaRoutes().Informer()}, nil
 

@@ -25,14 +25,14 @@ import (
 	cache "k8s.io/client-go/tools/cache"
 )
 
-// KafkaGatewayParametersLister helps list KafkaGatewayParameterses.
+// KafkaGatewayParametersLister helps list KafkaGatewayParameters.
 // All objects returned here must be treated as read-only.
 type KafkaGatewayParametersLister interface {
-	// List lists all KafkaGatewayParameterses in the indexer.
+	// List lists all KafkaGatewayParameters in the indexer.
 	// Objects returned here must be treated as read-only.
 	List(selector labels.Selector) (ret []*kroxyliciousv1alpha1.KafkaGatewayParameters, err error)
-	// KafkaGatewayParameterses returns an object that can list and get KafkaGatewayParameterses.
-	KafkaGatewayParameterses(namespace string) KafkaGatewayParametersNamespaceLister
+	// KafkaGatewayParameters returns an object that can list and get KafkaGatewayParameters.
+	KafkaGatewayParameters(namespace string) KafkaGatewayParametersNamespaceLister
 	KafkaGatewayParametersListerExpansion
 }
 
@@ -46,15 +46,15 @@ func NewKafkaGatewayParametersLister(indexer cache.Indexer) KafkaGatewayParamete
 	return &kafkaGatewayParametersLister{listers.New[*kroxyliciousv1alpha1.KafkaGatewayParameters](indexer, kroxyliciousv1alpha1.Resource("kafkagatewayparameters"))}
 }
 
-// KafkaGatewayParameterses returns an object that can list and get KafkaGatewayParameterses.
-func (s *kafkaGatewayParametersLister) KafkaGatewayParameterses(namespace string) KafkaGatewayParametersNamespaceLister {
+// KafkaGatewayParameters returns an object that can list and get KafkaGatewayParameters.
+func (s *kafkaGatewayParametersLister) KafkaGatewayParameters(namespace string) KafkaGatewayParametersNamespaceLister {
 	return kafkaGatewayParametersNamespaceLister{listers.NewNamespaced[*kroxyliciousv1alpha1.KafkaGatewayParameters](s.ResourceIndexer, namespace)}
 }
 
-// KafkaGatewayParametersNamespaceLister helps list and get KafkaGatewayParameterses.
+// KafkaGatewayParametersNamespaceLister helps list and get KafkaGatewayParameters.
 // All objects returned here must be treated as read-only.
 type KafkaGatewayParametersNamespaceLister interface {
-	// List lists all KafkaGatewayParameterses in the indexer for a given namespace.
+	// List lists all KafkaGatewayParameters in the indexer for a given namespace.
 	// Objects returned here must be treated as read-only.
 	List(selector labels.Selector) (ret []*kroxyliciousv1alpha1.KafkaGatewayParameters, err error)
 	// Get retrieves the KafkaGatewayParameters from the indexer for a given namespace and name.

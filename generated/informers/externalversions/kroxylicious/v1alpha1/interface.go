@@ -28,8 +28,8 @@ type Interface interface {
 	KafkaBackendTLSPolicies() KafkaBackendTLSPolicyInformer
 	// KafkaGateways returns a KafkaGatewayInformer.
 	KafkaGateways() KafkaGatewayInformer
-	// KafkaGatewayParameterses returns a KafkaGatewayParametersInformer.
-	KafkaGatewayParameterses() KafkaGatewayParametersInformer
+	// KafkaGatewayParameters returns a KafkaGatewayParametersInformer.
+	KafkaGatewayParameters() KafkaGatewayParametersInformer
 	// KafkaRoutes returns a KafkaRouteInformer.
 	KafkaRoutes() KafkaRouteInformer
 }
@@ -55,8 +55,8 @@ func (v *version) KafkaGateways() KafkaGatewayInformer {
 	return &kafkaGatewayInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
-// KafkaGatewayParameterses returns a KafkaGatewayParametersInformer.
-func (v *version) KafkaGatewayParameterses() KafkaGatewayParametersInformer {
+// KafkaGatewayParameters returns a KafkaGatewayParametersInformer.
+func (v *version) KafkaGatewayParameters() KafkaGatewayParametersInformer {
 	return &kafkaGatewayParametersInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 

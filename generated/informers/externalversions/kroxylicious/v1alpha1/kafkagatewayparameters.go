@@ -34,7 +34,7 @@ import (
 )
 
 // KafkaGatewayParametersInformer provides access to a shared informer and lister for
-// KafkaGatewayParameterses.
+// KafkaGatewayParameters.
 type KafkaGatewayParametersInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() kroxyliciousv1alpha1.KafkaGatewayParametersLister
@@ -73,25 +73,25 @@ func NewKafkaGatewayParametersInformerWithOptions(client versioned.Interface, na
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.KroxyliciousV1alpha1().KafkaGatewayParameterses(namespace).List(context.Background(), opts)
+				return client.KroxyliciousV1alpha1().KafkaGatewayParameters(namespace).List(context.Background(), opts)
 			},
 			WatchFunc: func(opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.KroxyliciousV1alpha1().KafkaGatewayParameterses(namespace).Watch(context.Background(), opts)
+				return client.KroxyliciousV1alpha1().KafkaGatewayParameters(namespace).Watch(context.Background(), opts)
 			},
 			ListWithContextFunc: func(ctx context.Context, opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.KroxyliciousV1alpha1().KafkaGatewayParameterses(namespace).List(ctx, opts)
+				return client.KroxyliciousV1alpha1().KafkaGatewayParameters(namespace).List(ctx, opts)
 			},
 			WatchFuncWithContext: func(ctx context.Context, opts v1.ListOptions) (watch.Interface, error) {
 				if tweakListOptions != nil {
 					tweakListOptions(&opts)
 				}
-				return client.KroxyliciousV1alpha1().KafkaGatewayParameterses(namespace).Watch(ctx, opts)
+				return client.KroxyliciousV1alpha1().KafkaGatewayParameters(namespace).Watch(ctx, opts)
 			},
 		}, client),
 		&apiskroxyliciousv1alpha1.KafkaGatewayParameters{},

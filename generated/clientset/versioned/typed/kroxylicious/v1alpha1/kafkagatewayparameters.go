@@ -30,10 +30,10 @@ import (
 	gentype "k8s.io/client-go/gentype"
 )
 
-// KafkaGatewayParametersesGetter has a method to return a KafkaGatewayParametersInterface.
+// KafkaGatewayParametersGetter has a method to return a KafkaGatewayParametersInterface.
 // A group's client should implement this interface.
-type KafkaGatewayParametersesGetter interface {
-	KafkaGatewayParameterses(namespace string) KafkaGatewayParametersInterface
+type KafkaGatewayParametersGetter interface {
+	KafkaGatewayParameters(namespace string) KafkaGatewayParametersInterface
 }
 
 // KafkaGatewayParametersInterface has methods to work with KafkaGatewayParameters resources.
@@ -50,16 +50,16 @@ type KafkaGatewayParametersInterface interface {
 	KafkaGatewayParametersExpansion
 }
 
-// kafkaGatewayParameterses implements KafkaGatewayParametersInterface
-type kafkaGatewayParameterses struct {
+// kafkaGatewayParameters implements KafkaGatewayParametersInterface
+type kafkaGatewayParameters struct {
 	*gentype.ClientWithListAndApply[*kroxyliciousv1alpha1.KafkaGatewayParameters, *kroxyliciousv1alpha1.KafkaGatewayParametersList, *applyconfigurationkroxyliciousv1alpha1.KafkaGatewayParametersApplyConfiguration]
 }
 
-// newKafkaGatewayParameterses returns a KafkaGatewayParameterses
-func newKafkaGatewayParameterses(c *KroxyliciousV1alpha1Client, namespace string) *kafkaGatewayParameterses {
-	return &kafkaGatewayParameterses{
+// newKafkaGatewayParameters returns a KafkaGatewayParameters
+func newKafkaGatewayParameters(c *KroxyliciousV1alpha1Client, namespace string) *kafkaGatewayParameters {
+	return &kafkaGatewayParameters{
 		gentype.NewClientWithListAndApply[*kroxyliciousv1alpha1.KafkaGatewayParameters, *kroxyliciousv1alpha1.KafkaGatewayParametersList, *applyconfigurationkroxyliciousv1alpha1.KafkaGatewayParametersApplyConfiguration](
-			"kafkagatewayparameterses",
+			"kafkagatewayparameters",
 			c.RESTClient(),
 			scheme.ParameterCodec,
 			namespace,

@@ -30,7 +30,7 @@ type KroxyliciousV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	KafkaBackendTLSPoliciesGetter
 	KafkaGatewaysGetter
-	KafkaGatewayParametersesGetter
+	KafkaGatewayParametersGetter
 	KafkaRoutesGetter
 }
 
@@ -47,8 +47,8 @@ func (c *KroxyliciousV1alpha1Client) KafkaGateways(namespace string) KafkaGatewa
 	return newKafkaGateways(c, namespace)
 }
 
-func (c *KroxyliciousV1alpha1Client) KafkaGatewayParameterses(namespace string) KafkaGatewayParametersInterface {
-	return newKafkaGatewayParameterses(c, namespace)
+func (c *KroxyliciousV1alpha1Client) KafkaGatewayParameters(namespace string) KafkaGatewayParametersInterface {
+	return newKafkaGatewayParameters(c, namespace)
 }
 
 func (c *KroxyliciousV1alpha1Client) KafkaRoutes(namespace string) KafkaRouteInterface {

@@ -25,18 +25,18 @@ import (
 	gentype "k8s.io/client-go/gentype"
 )
 
-// fakeKafkaGatewayParameterses implements KafkaGatewayParametersInterface
-type fakeKafkaGatewayParameterses struct {
+// fakeKafkaGatewayParameters implements KafkaGatewayParametersInterface
+type fakeKafkaGatewayParameters struct {
 	*gentype.FakeClientWithListAndApply[*v1alpha1.KafkaGatewayParameters, *v1alpha1.KafkaGatewayParametersList, *kroxyliciousv1alpha1.KafkaGatewayParametersApplyConfiguration]
 	Fake *FakeKroxyliciousV1alpha1
 }
 
-func newFakeKafkaGatewayParameterses(fake *FakeKroxyliciousV1alpha1, namespace string) typedkroxyliciousv1alpha1.KafkaGatewayParametersInterface {
-	return &fakeKafkaGatewayParameterses{
+func newFakeKafkaGatewayParameters(fake *FakeKroxyliciousV1alpha1, namespace string) typedkroxyliciousv1alpha1.KafkaGatewayParametersInterface {
+	return &fakeKafkaGatewayParameters{
 		gentype.NewFakeClientWithListAndApply[*v1alpha1.KafkaGatewayParameters, *v1alpha1.KafkaGatewayParametersList, *kroxyliciousv1alpha1.KafkaGatewayParametersApplyConfiguration](
 			fake.Fake,
 			namespace,
-			v1alpha1.SchemeGroupVersion.WithResource("kafkagatewayparameterses"),
+			v1alpha1.SchemeGroupVersion.WithResource("kafkagatewayparameters"),
 			v1alpha1.SchemeGroupVersion.WithKind("KafkaGatewayParameters"),
 			func() *v1alpha1.KafkaGatewayParameters { return &v1alpha1.KafkaGatewayParameters{} },
 			func() *v1alpha1.KafkaGatewayParametersList { return &v1alpha1.KafkaGatewayParametersList{} },

@@ -36,8 +36,8 @@ func (c *FakeKroxyliciousV1alpha1) KafkaGateways(namespace string) v1alpha1.Kafk
 	return newFakeKafkaGateways(c, namespace)
 }
 
-func (c *FakeKroxyliciousV1alpha1) KafkaGatewayParameterses(namespace string) v1alpha1.KafkaGatewayParametersInterface {
-	return newFakeKafkaGatewayParameterses(c, namespace)
+func (c *FakeKroxyliciousV1alpha1) KafkaGatewayParameters(namespace string) v1alpha1.KafkaGatewayParametersInterface {
+	return newFakeKafkaGatewayParameters(c, namespace)
 }
 
 func (c *FakeKroxyliciousV1alpha1) KafkaRoutes(namespace string) v1alpha1.KafkaRouteInterface {
