@@ -3,6 +3,7 @@ package kubelet
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,5 +149,18 @@ func TestContainerEnv(t *testing.T) {
 				t.Errorf("got  %v\nwant %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestLinePrefixerWritesWholeLines(t *testing.T) {
+	var out strings.Builder
+	l := &linePrefixer{w: &out, prefix: "ns/p: "}
+	for _, chunk := range []string{"one\ntw", "o\n", "three"} {
+		if _, err := l.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := out.String(), "ns/p: one\nns/p: two\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -1,9 +1,11 @@
 package kubelet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -283,7 +285,14 @@ func (p *pod) start(ctx context.Context, r *Runner, d *appsv1.Deployment, o obje
 			cmd.Dir = local
 		}
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
+	var out io.Writer = logFile
+	if r.opts.ProcessOutput != nil {
+		out = io.MultiWriter(logFile, &linePrefixer{w: r.opts.ProcessOutput, prefix: p.key.Namespace + "/" + p.name + ": "})
+		// A pipe (not the file) now carries output; a grandchild that keeps it open must not
+		// hold Wait forever.
+		cmd.WaitDelay = 2 * time.Second
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, so a stop reaches its children too; Pdeathsig, so nothing
 	// outlives a test binary that dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -483,4 +492,34 @@ func (p *pod) snapshot() Pod {
 		s.Volumes[name] = v.dir
 	}
 	return s
+}
+
+// linePrefixer writes whole lines, each with a prefix; a partial line waits for its end.
+type linePrefixer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (l *linePrefixer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, b...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := append([]byte(l.prefix), l.buf[:i+1]...)
+		l.buf = l.buf[i+1:]
+		if _, err := l.w.Write(line); err != nil {
+			return len(b), nil // the demo's terminal going away must not stop the process
+		}
+	}
+	if len(l.buf) > 64*1024 { // a process that never ends a line still shows up
+		_, _ = l.w.Write(append(append([]byte(l.prefix), l.buf...), '\n'))
+		l.buf = l.buf[:0]
+	}
+	return len(b), nil
 }

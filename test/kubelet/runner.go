@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -83,6 +84,9 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives the runner's logs; klog.FromContext(ctx) of Run when unset.
 	Logger *klog.Logger
+	// ProcessOutput, when set, also receives every process's output, each line prefixed with
+	// "<namespace>/<pod>: " (for the demo); the log files under WorkDir/logs get it anyway.
+	ProcessOutput io.Writer
 }
 
 // Runner runs one local process per matching Deployment. Make it with New, then call Run.

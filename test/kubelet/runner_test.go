@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -56,12 +57,14 @@ func TestRunnerPlaysTheKubeletForADeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var output syncBuffer
 	runner, err := kubelet.New(kubelet.Options{
-		Client:    cp.Client,
-		Namespace: ns,
-		Images:    map[string]string{"example.com/fakeserver:*": binary},
-		WorkDir:   t.TempDir(),
-		Logger:    &logger,
+		Client:        cp.Client,
+		Namespace:     ns,
+		Images:        map[string]string{"example.com/fakeserver:*": binary},
+		WorkDir:       t.TempDir(),
+		Logger:        &logger,
+		ProcessOutput: &output,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +106,10 @@ func TestRunnerPlaysTheKubeletForADeployment(t *testing.T) {
 	if got := get(t, base+"/pid"); got != strconv.Itoa(firstPID) {
 		t.Fatalf("the server on the port is pid %s, the runner says %d", got, firstPID)
 	}
+
+	e.eventually("the process output, prefixed", func() (bool, string) {
+		return strings.Contains(output.String(), ns+"/"+pod.Name+": serving on"), output.String()
+	})
 
 	t.Run("volumes are laid out as the kubelet does", func(t *testing.T) {
 		config := pod.Volumes["config"]
@@ -508,4 +515,22 @@ func freePort(t *testing.T) int {
 // is gone, not a zombie.
 func alive(pid int) bool {
 	return pid > 0 && !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// syncBuffer is a strings.Builder safe for the runner's writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
