@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -85,14 +84,6 @@ const (
 	EventSecretDeleted = "SecretDeleted"
 )
 
-// Client rate limits used when the operator's configuration sets none. client-go's default of 5
-// requests per second would take an hour to bind 5,000 connections (a read and two writes each);
-// the API server's priority and fairness is what protects it.
-const (
-	defaultQPS   = 200
-	defaultBurst = 300
-)
-
 // reconciler holds what a sync reads and writes.
 type reconciler struct {
 	kube        kubernetes.Interface
@@ -116,18 +107,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	logger := klog.FromContext(ctx).WithValues("controller", ControllerName, "namespace", env.Informers.Namespace)
 	ctx = klog.NewContext(ctx, logger)
 
-	cfg := rest.CopyConfig(env.Clients.Config)
-	if cfg.QPS == 0 {
-		cfg.QPS, cfg.Burst = defaultQPS, defaultBurst
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	kl, err := kafkalinkclient.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
+	kube, kl := env.Clients.Kube, env.Clients.KafkaLink
 	ns := env.Informers.Namespace
 
 	connInformer := env.Informers.KafkaLink.Kafka().V1beta2().KafkaConnections()
@@ -146,7 +126,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	// binding Secrets, of which only a digest of the data is kept (see digestBindingSecret).
 	sourceInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		labelSelector(strimzi.LabelCluster))
-	_ = sourceInformer.SetTransform(stripManagedFields)
+	_ = sourceInformer.SetTransform(pruneSourceSecret)
 	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		labelSelector(LabelBinding+"="+LabelBindingValue))
 	_ = bindingInformer.SetTransform(digestBindingSecret)
@@ -218,6 +198,34 @@ func stripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// pruneSourceSecret keeps only the entries the binding reads from Strimzi's Secrets. The label
+// selector also brings Strimzi's private Secrets (the CA keys, broker keys): their keys are
+// dropped before caching, so the operator never holds a CA's private key, and mTLS users' PKCS12
+// files (rebuilt from PEM anyway) take no memory.
+func pruneSourceSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	s.ManagedFields = nil
+	for k := range s.Data {
+		if !sourceEntry(k) {
+			delete(s.Data, k)
+		}
+	}
+	s.StringData = nil
+	return s, nil
+}
+
+// sourceEntry reports whether binding.Build reads an entry of a cluster CA or user Secret.
+func sourceEntry(key string) bool {
+	switch key {
+	case "ca.p12", "ca.password", "password", "user.key", "user.password":
+		return true
+	}
+	return strings.HasSuffix(key, ".crt")
 }
 
 // kafkaKey is the namespace/name of the Kafka a connection names.

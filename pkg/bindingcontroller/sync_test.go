@@ -1,6 +1,7 @@
 package bindingcontroller
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,5 +152,23 @@ func TestBindingSecretMapsToItsController(t *testing.T) {
 		APIVersion: "kafka.strimzi.io/v1beta2", Kind: "KafkaConnection", Name: "owner", Controller: ptr(true)}}}}
 	if got := connectionForBindingSecret(s); len(got) != 1 || got[0].Name != "owner" || got[0].Namespace != "ns" {
 		t.Errorf("keys = %v", got)
+	}
+}
+
+func TestPruneSourceSecretKeepsWhatTheBindingReads(t *testing.T) {
+	s := &corev1.Secret{Data: map[string][]byte{
+		"ca.crt": nil, "ca-2025.crt": nil, "ca.p12": nil, "ca.password": nil, "ca.key": nil,
+		"password": nil, "sasl.jaas.config": nil, "user.crt": nil, "user.key": nil, "user.p12": nil, "user.password": nil,
+		"my-cluster-kafka-0.key": nil,
+	}}
+	out, _ := pruneSourceSecret(s)
+	var kept []string
+	for k := range out.(*corev1.Secret).Data {
+		kept = append(kept, k)
+	}
+	slices.Sort(kept)
+	want := []string{"ca-2025.crt", "ca.crt", "ca.p12", "ca.password", "password", "user.crt", "user.key", "user.password"}
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
 	}
 }

@@ -23,14 +23,16 @@ var (
 	extTLS = listener{name: "external", typ: "loadbalancer", port: 9095, tls: true}
 )
 
-func TestBindingWithStrimzi120ServingV1(t *testing.T) { runScenarios(t, "1.2.0") }
+// The real operator binary under all of manifests/rbac, against Strimzi 1.2.0 (kafka.strimzi.io/v1).
+func TestBindingWithStrimzi120ServingV1(t *testing.T) { runScenarios(t, "1.2.0", realOperator) }
 
-func TestBindingWithStrimzi0450ServingV1beta2(t *testing.T) { runScenarios(t, "0.45.0") }
+// The binding controller alone under binding.yaml alone, against Strimzi 0.45.0 (v1beta2).
+func TestBindingWithStrimzi0450ServingV1beta2(t *testing.T) { runScenarios(t, "0.45.0", bindingOnly) }
 
 // runScenarios starts one control plane and one operator and runs every scenario of the issue in
 // its own namespace, then restarts the operator and checks it writes nothing.
-func runScenarios(t *testing.T, strimziVersion string) {
-	h := newHarness(t, strimziVersion)
+func runScenarios(t *testing.T, strimziVersion string, kind operatorKind) {
+	h := newHarness(t, strimziVersion, kind)
 	h.startOperator("operator")
 
 	t.Run("create then Ready, rotate the password, renew the CA, switch the user from SCRAM to TLS", h.scramLifecycle)

@@ -51,7 +51,18 @@ type harness struct {
 	clientsCA  *bindingtest.CA
 }
 
-func newHarness(t *testing.T, strimziVersion string) *harness {
+// operatorKind says which binary a harness runs and under which RBAC.
+type operatorKind int
+
+const (
+	// realOperator is cmd/kafkalink-operator under all of manifests/rbac.
+	realOperator operatorKind = iota
+	// bindingOnly is the operator with the binding controller alone, under manifests/rbac minus
+	// every other controller's ClusterRoleBinding, which proves binding.yaml is enough by itself.
+	bindingOnly
+)
+
+func newHarness(t *testing.T, strimziVersion string, kind operatorKind) *harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("control-plane test")
@@ -66,7 +77,12 @@ func newHarness(t *testing.T, strimziVersion string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", t.TempDir())
+	pkg := "./cmd/kafkalink-operator"
+	if kind == bindingOnly {
+		pkg = "./test/binding/bindingonly"
+		dropOtherControllersRBAC(t, cp)
+	}
+	binary, err := framework.BuildBinary(pkg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +100,31 @@ func newHarness(t *testing.T, strimziVersion string) *harness {
 	h.clusterCA = bindingtest.NewCA(t, "cluster-ca v0", now)
 	h.clientsCA = bindingtest.NewCA(t, "clients-ca v0", now)
 	return h
+}
+
+// dropOtherControllersRBAC deletes the ClusterRoleBindings that give the operator's
+// ServiceAccount anything beyond the base role and the binding controller's.
+func dropOtherControllersRBAC(t *testing.T, cp *framework.ControlPlane) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := cp.Client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crb := range list.Items {
+		if crb.Name == "kafkalink-operator" || crb.Name == "kafkalink-operator-binding" {
+			continue
+		}
+		for _, s := range crb.Subjects {
+			if s.Kind == "ServiceAccount" && s.Namespace == framework.OperatorNamespace && s.Name == framework.OperatorServiceAccount {
+				if err := cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("running without ClusterRoleBinding %s", crb.Name)
+				break
+			}
+		}
+	}
 }
 
 // startOperator runs the operator binary and waits until it is ready and leads.

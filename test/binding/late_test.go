@@ -6,7 +6,7 @@ import "testing"
 // connections report StrimziNotInstalled, and once the CRDs are installed they bind without an
 // operator restart.
 func TestStrimziInstalledAfterTheOperator(t *testing.T) {
-	h := newHarness(t, "none")
+	h := newHarness(t, "none", realOperator)
 	h.startOperator("operator")
 	ns := h.namespace("early")
 	h.createConnection(connection(ns, "app", "my-cluster", "", "", ""))
