@@ -278,6 +278,23 @@ func (p *pod) start(ctx context.Context, r *Runner, d *appsv1.Deployment, o obje
 		return err
 	}
 	cmd := exec.Command(p.binary, args...)
+	if aliases := append(append([]corev1.HostAlias(nil), d.Spec.Template.Spec.HostAliases...), r.opts.HostAliases...); len(aliases) > 0 {
+		if err := CheckPrivateHosts(); err != nil {
+			logFile.Close()
+			return waiting("hostAliases: %v", err)
+		}
+		hostsPath := filepath.Join(p.dir, "etc-hosts")
+		if err := os.MkdirAll(p.dir, 0o755); err != nil {
+			logFile.Close()
+			return err
+		}
+		if err := os.WriteFile(hostsPath, HostsFile(p.name, aliases), 0o644); err != nil {
+			logFile.Close()
+			return err
+		}
+		// unshare and sh exec in turn, so the pid is the binary's once it runs.
+		cmd = exec.Command("unshare", privateHostsArgs(hostsPath, p.binary, args)...)
+	}
 	cmd.Env = procEnv
 	cmd.Dir = p.dir
 	if c.WorkingDir != "" {

@@ -84,6 +84,13 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives the runner's logs; klog.FromContext(ctx) of Run when unset.
 	Logger *klog.Logger
+	// HostAliases are /etc/hosts entries every process gets after its pod template's own
+	// spec.hostAliases (which the runner honours too). They stand in for cluster DNS: map
+	// <service>.<namespace> to 127.0.0.1 and give the Service the real server's port, and a
+	// process that dials the Service reaches the server. A process with any alias runs in a
+	// private mount namespace with its own /etc/hosts (PrivateHostsCommand), which needs root;
+	// New fails when these are set and the machine does not allow it.
+	HostAliases []corev1.HostAlias
 	// ProcessOutput, when set, also receives every process's output, each line prefixed with
 	// "<namespace>/<pod>: " (for the demo); the log files under WorkDir/logs get it anyway.
 	ProcessOutput io.Writer
@@ -122,6 +129,11 @@ func New(opts Options) (*Runner, error) {
 	for image, binary := range opts.Images {
 		if fi, err := os.Stat(binary); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
 			return nil, fmt.Errorf("kubelet: image %q maps to %q, which is not an executable file", image, binary)
+		}
+	}
+	if len(opts.HostAliases) > 0 {
+		if err := CheckPrivateHosts(); err != nil {
+			return nil, fmt.Errorf("kubelet: Options.HostAliases: %w", err)
 		}
 	}
 	if opts.ProbeInterval <= 0 {
