@@ -365,7 +365,8 @@ func TestEndToEnd(t *testing.T) {
 		e.waitProxyTrusts(newCA.CertPEM, reloads)
 		if err := authenticates(t, proxiedClientOpts(t, routeDir, nil)); err != nil {
 			t.Logf("KNOWN GAP: during the overlap a new connection through the proxy fails (%v): the KafkaBackendTLSPolicy "+
-				"trusts only ca.crt of %s, which already holds the new CA while the brokers still present certificates of the old one", err, caSecretName)
+				"trusts only ca.crt of %s, which already holds the new CA while the brokers still present certificates of the old one; "+
+				"the proxy says:\n%s", err, caSecretName, strings.Join(e.proxyLogLines("x509"), "\n"))
 		} else {
 			t.Log("during the overlap a new connection through the proxy succeeds")
 		}
@@ -472,6 +473,22 @@ func (e *env) proxyReloads() int {
 	}
 	b, _ := os.ReadFile(p.LogPath)
 	return bytes.Count(b, []byte("Reloaded configuration and key material"))
+}
+
+// proxyLogLines returns the proxy's log lines that contain substr.
+func (e *env) proxyLogLines(substr string) []string {
+	p, ok := e.runner.Pod(nsApps, gateway.DeploymentName(gatewayName))
+	if !ok {
+		return nil
+	}
+	b, _ := os.ReadFile(p.LogPath)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // waitProxyTrusts waits until one of the proxy's mounted ca.crt files holds caPEM and the proxy

@@ -292,6 +292,33 @@ func TestRunnerPlaysTheKubeletForADeployment(t *testing.T) {
 		}
 	})
 
+	t.Run("a pod's hostAliases are its own /etc/hosts", func(t *testing.T) {
+		if err := kubelet.CheckPrivateHosts(); err != nil {
+			t.Skipf("private mount namespaces are not available: %v", err)
+		}
+		aliasedPort := freePort(t)
+		aliased := webDeployment(aliasedPort)
+		aliased.Name = "aliased"
+		aliased.Spec.Template.Spec.HostAliases = []corev1.HostAlias{{IP: "10.1.2.3", Hostnames: []string{"db.example", "db"}}}
+		e.create(aliased)
+		e.waitAvailable("aliased", corev1.ConditionTrue)
+		p := e.pod("aliased")
+		base := fmt.Sprintf("http://127.0.0.1:%d", aliasedPort)
+		hosts := read(t, base, "/etc/hosts")
+		for _, want := range []string{"10.1.2.3\tdb.example\tdb\n", "127.0.0.1\t" + p.Name + "\n"} {
+			if !strings.Contains(hosts, want) {
+				t.Errorf("the process's /etc/hosts lacks %q:\n%s", want, hosts)
+			}
+		}
+		if own, err := os.ReadFile("/etc/hosts"); err != nil || strings.Contains(string(own), "db.example") {
+			t.Errorf("the alias leaked into the machine's /etc/hosts (%v):\n%s", err, own)
+		}
+		// unshare and the shell exec in turn, so the pid the runner reports is the server's.
+		if got := get(t, base+"/pid"); got != strconv.Itoa(p.PID) {
+			t.Errorf("the server is pid %s, the runner says %d", got, p.PID)
+		}
+	})
+
 	t.Run("stopping the runner stops every process", func(t *testing.T) {
 		pid := e.pod("late").PID
 		stopRunner()
