@@ -61,8 +61,11 @@ bench: ## Benchmarks: figures side by side from one run, not pass/fail.
 	@echo "== binding: secret assembly per connection"
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
 
-demo: controlplane ## Start a local control plane with the CRDs and seed examples and run the operator.
-	$(GO) run ./hack/demo
+demo: controlplane ## The whole product on a local control plane with a demo Kafka, until Ctrl-C.
+	@echo "building the demo (the end-to-end test's environment, run interactively)"
+	$(GO) test -c -o _output/demo.test ./test/e2e
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 -demo
 
 clean:
 	rm -rf bin _output
