@@ -360,6 +360,9 @@ func TestEndToEnd(t *testing.T) {
 		// The brokers still present certificates of the old CA.
 		bindingtest.ProduceConsume(t, bindingtest.ClientOpts(t, dir, bindingtest.FromPEM), topic, "overlap-old-broker-certificate-pem")
 		bindingtest.ProduceConsume(t, bindingtest.ClientOpts(t, dir, bindingtest.FromPKCS12), topic, "overlap-old-broker-certificate-pkcs12")
+		if _, err := exec.LookPath("kcat"); err == nil {
+			kcatProduceConsume(t, nil, kcatArgs(t, dir), "overlap-old-broker-certificate-kcat")
+		}
 
 		// The proxy's view of the same overlap: the policy's CA Secret is mounted and reloaded.
 		e.waitProxyTrusts(newCA.CertPEM, reloads)
@@ -392,6 +395,22 @@ func TestEndToEnd(t *testing.T) {
 
 	e.step("deleting the route, the gateway and the connections leaves nothing behind", func(t *testing.T) {
 		pod, _ := e.runner.Pod(nsApps, gateway.DeploymentName(gatewayName))
+		// The leftover check is not vacuous: before the deletions it finds what kafkalink made.
+		made := strings.Join(e.leftovers(), "\n")
+		for _, want := range []string{
+			"Deployment " + nsApps + "/" + gateway.DeploymentName(gatewayName),
+			"ConfigMap " + nsApps + "/" + gateway.ConfigMapName(gatewayName),
+			"Service " + nsApps + "/my-cluster-bootstrap ",
+			"Service " + nsApps + "/my-cluster-broker-2 ",
+			"Secret " + nsApps + "/" + directConn + " ",
+		} {
+			if !strings.Contains(made, want) {
+				t.Errorf("before the deletions the leftover check does not find %q among:\n%s", want, made)
+			}
+		}
+		if !strings.Contains(made, "Secret "+nsApps+"/"+gatewayName+"-") {
+			t.Logf("no copy of the cluster CA Secret found in %s (the gateway may mount it another way):\n%s", nsApps, made)
+		}
 		e.kubectl("delete", "-n", nsApps, "kafkaroutes.kroxylicious.io", routeName, "--wait=true")
 		e.eventually("the route's Services to be pruned", func() (bool, string) {
 			list, err := e.kube.CoreV1().Services(nsApps).List(e.ctx, metav1.ListOptions{LabelSelector: gateway.LabelRoute + "=" + routeName})

@@ -42,6 +42,9 @@ import (
 // waitLimit bounds every single wait; it guards against hangs and is not a performance assertion.
 const waitLimit = 60 * time.Second
 
+// testBudget bounds the whole scenario after the control plane, operator and kubelet are up.
+const testBudget = 150 * time.Second
+
 // The names the scenario uses: Strimzi's objects in "kafka", the application's in "apps".
 const (
 	nsKafka        = "kafka"
@@ -183,6 +186,11 @@ func newEnv(t *testing.T) *env {
 			t.Error("the local kubelet did not stop within 30s")
 		}
 	})
+	// Every API call and wait from here on shares one budget, so a broken product fails the test
+	// in bounded time even when each wait is within its own limit.
+	budget, cancel := context.WithTimeout(ctx, testBudget)
+	t.Cleanup(cancel)
+	e.ctx = budget
 	return e
 }
 

@@ -8,6 +8,10 @@
 //   - it starts the binary with the container's command[1:] and args ($(VAR) expanded, mount
 //     paths rewritten), its environment, and one `--remap-path <mountPath>=<local>` per
 //     volume mount, so paths in configuration files resolve to the local layout;
+//   - it gives the process the /etc/hosts a kubelet would (loopback, the pod's name, the
+//     template's spec.hostAliases and Options.HostAliases) in a private mount namespace, so a
+//     process that dials a Service as <service>.<namespace> reaches a loopback server; with no
+//     aliases at all the process runs as is;
 //   - it restarts the process when the pod template changes (a rollout) or when it exits
 //     (restartPolicy Always, with backoff), and stops it when the Deployment is deleted or
 //     scaled to zero;
