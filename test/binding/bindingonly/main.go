@@ -26,7 +26,7 @@ func main() {
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
 
-	cfg, err := operator.RestConfig(opts.Kubeconfig)
+	cfg, err := opts.RestConfig()
 	if err == nil {
 		var clients operator.Clients
 		if clients, err = operator.NewClients(cfg); err == nil {
