@@ -125,6 +125,7 @@ func (e *env) step(name string, f func(t *testing.T)) {
 // traffic; and a clean teardown.
 func TestEndToEnd(t *testing.T) {
 	e := newEnv(t)
+	e.limit(testBudget)
 	// keep projects binding files into a folder of the whole test: later steps read them.
 	keep := func(data map[string][]byte) string { return bindingtest.Project(t, data) }
 	now := time.Now().Add(-time.Hour)

@@ -186,12 +186,15 @@ func newEnv(t *testing.T) *env {
 			t.Error("the local kubelet did not stop within 30s")
 		}
 	})
-	// Every API call and wait from here on shares one budget, so a broken product fails the test
-	// in bounded time even when each wait is within its own limit.
-	budget, cancel := context.WithTimeout(ctx, testBudget)
-	t.Cleanup(cancel)
-	e.ctx = budget
 	return e
+}
+
+// limit makes every later API call and wait share one budget, so a broken product fails the
+// test in bounded time even when each wait is within its own limit. The demo runs without one.
+func (e *env) limit(budget time.Duration) {
+	ctx, cancel := context.WithTimeout(e.ctx, budget)
+	e.t.Cleanup(cancel)
+	e.ctx = ctx
 }
 
 // eventually polls cond until it holds, failing the test with the last detail and the logs of
