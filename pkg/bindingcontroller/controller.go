@@ -94,6 +94,7 @@ type reconciler struct {
 	bindings    corelisters.SecretLister
 	grants      gatewayv1beta1listers.ReferenceGrantLister
 	strimzi     *strimziWatch
+	route       *routeWatch // connections that name a KafkaRoute; see route.go
 	cache       *binding.StoreCache
 	recorder    record.EventRecorder
 	clock       clock.PassiveClock
@@ -181,6 +182,12 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	c.WaitFor(connInformer.Informer().HasSynced, grantInformer.Informer().HasSynced,
 		sourceInformer.HasSynced, bindingInformer.HasSynced, r.strimzi.HasSynced)
+	route, routeSynced, err := newRouteWatch(ctx, env, r, c)
+	if err != nil {
+		return nil, err
+	}
+	r.route = route
+	c.WaitFor(routeSynced...)
 
 	go sourceInformer.RunWithContext(ctx)
 	go bindingInformer.RunWithContext(ctx)

@@ -43,23 +43,33 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 	if conn.DeletionTimestamp != nil {
 		return nil
 	}
-	if conn.Spec.Kafka.Kind != "" && conn.Spec.Kafka.Kind != kafkav1beta2.KindKafka {
-		// A KafkaRoute connection is bound by the code that knows routes, not from Strimzi.
-		logger.V(4).Info("Not a Strimzi Kafka connection", "kind", conn.Spec.Kafka.Kind)
-		return nil
-	}
-	state := r.strimzi.state()
-	if state == strimziStarting {
-		// The Strimzi informers are syncing; every connection is enqueued once they have.
-		logger.V(4).Info("Waiting for the Strimzi informers")
-		return nil
-	}
-
-	in, failure := r.gather(conn, state)
 	var res binding.Result
-	if failure == nil {
-		res, failure = binding.Build(in)
-		failure = r.explain(failure, in, conn)
+	var failure *binding.Failure
+	switch conn.Spec.Kafka.Kind {
+	case kafkav1beta2.KindKafkaRoute:
+		// Through a gateway: see route.go.
+		var wait bool
+		if res, failure, wait = r.buildRoute(conn); wait {
+			logger.V(4).Info("Waiting for the Strimzi informers")
+			return nil
+		}
+	case "", kafkav1beta2.KindKafka:
+		state := r.strimzi.state()
+		if state == strimziStarting {
+			// The Strimzi informers are syncing; every connection is enqueued once they have.
+			logger.V(4).Info("Waiting for the Strimzi informers")
+			return nil
+		}
+		var in binding.Input
+		in, failure = r.gather(conn, state)
+		if failure == nil {
+			res, failure = binding.Build(in)
+			failure = r.explain(failure, in, conn)
+		}
+	default:
+		// The CRD allows no other kind; an old object is left alone.
+		logger.V(4).Info("Not a kind kafkalink binds", "kind", conn.Spec.Kafka.Kind)
+		return nil
 	}
 
 	existing, err := r.bindings.Secrets(conn.Namespace).Get(conn.Name)
@@ -122,10 +132,21 @@ func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziSta
 		in.CASecret = &binding.SecretData{Name: s.Name, Data: s.Data}
 	}
 
-	uk, ok := userKey(conn)
-	if !ok {
+	if _, ok := userKey(conn); !ok {
 		return in, nil
 	}
+	user, userSecret, f := r.gatherUser(conn)
+	if f != nil {
+		return in, f
+	}
+	in.User, in.UserSecret = user, userSecret
+	return in, nil
+}
+
+// gatherUser reads the KafkaUser a connection names and its credentials Secret (nil when it does
+// not exist), after checking a cross-namespace reference is permitted. Strimzi must be served.
+func (r *reconciler) gatherUser(conn *kafkav1beta2.KafkaConnection) (*strimzi.KafkaUser, *binding.SecretData, *binding.Failure) {
+	uk, _ := userKey(conn)
 	var user *strimzi.KafkaUser
 	var userErr error
 	if obj := r.strimzi.user(uk); obj != nil {
@@ -134,21 +155,21 @@ func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziSta
 	if uk.Namespace != conn.Namespace && !r.permitted(conn, uk, user) {
 		// Checked before anything about the user is reported, so a connection learns nothing
 		// about another namespace it may not read.
-		return in, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
+		return nil, nil, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
 			"KafkaUser %s is in another namespace and no ReferenceGrant in namespace %s allows KafkaConnections (group %s) from namespace %s to it",
 			uk, uk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace)}
 	}
 	switch {
 	case user == nil && userErr == nil:
-		return in, &binding.Failure{Reason: binding.ReasonUserNotFound, Message: fmt.Sprintf("KafkaUser %s does not exist", uk)}
+		return nil, nil, &binding.Failure{Reason: binding.ReasonUserNotFound, Message: fmt.Sprintf("KafkaUser %s does not exist", uk)}
 	case userErr != nil:
-		return in, &binding.Failure{Reason: binding.ReasonUserInvalid, Message: fmt.Sprintf("KafkaUser %s cannot be read: %v", uk, userErr)}
+		return nil, nil, &binding.Failure{Reason: binding.ReasonUserInvalid, Message: fmt.Sprintf("KafkaUser %s cannot be read: %v", uk, userErr)}
 	}
-	in.User = user
+	var userSecret *binding.SecretData
 	if s, err := r.sources.Secrets(uk.Namespace).Get(user.SecretName()); err == nil {
-		in.UserSecret = &binding.SecretData{Name: s.Name, Data: s.Data}
+		userSecret = &binding.SecretData{Name: s.Name, Data: s.Data}
 	}
-	return in, nil
+	return user, userSecret, nil
 }
 
 // explain adds to the pure core's messages what only the controller knows: which Secret it
