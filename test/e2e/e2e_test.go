@@ -21,6 +21,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/test/framework"
+	"github.com/kafkalink/kafkalink/test/kubelet"
 )
 
 // objectsYAML is what a user applies: the backend Service Strimzi would own (its port is kfake's
@@ -395,7 +396,6 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	e.step("deleting the route, the gateway and the connections leaves nothing behind", func(t *testing.T) {
-		pod, _ := e.runner.Pod(nsApps, gateway.DeploymentName(gatewayName))
 		// The leftover check is not vacuous: before the deletions it finds what kafkalink made.
 		made := strings.Join(e.leftovers(), "\n")
 		for _, want := range []string{
@@ -419,6 +419,14 @@ func TestEndToEnd(t *testing.T) {
 				return false, err.Error()
 			}
 			return len(list.Items) == 0, fmt.Sprintf("%d Services left", len(list.Items))
+		})
+		// Without the route the pod template loses the backend CA volume, which rolls the proxy
+		// as it would roll real pods; the process to watch is the one running now.
+		var pod kubelet.Pod
+		e.eventually("the proxy to run without the route", func() (bool, string) {
+			p, ok := e.runner.Pod(nsApps, gateway.DeploymentName(gatewayName))
+			pod = p
+			return ok && p.PID != 0, fmt.Sprintf("%+v", p.Waiting)
 		})
 		e.kubectl("delete", "-n", nsApps, "kafkagateways.kroxylicious.io", gatewayName, "--wait=true")
 		e.eventually("the gateway's objects to be collected", func() (bool, string) {
