@@ -160,10 +160,11 @@ func TestBindingThroughAKafkaRoute(t *testing.T) {
 		h.waitSecret(ns, "app", "the new port", func(d map[string][]byte) bool {
 			return string(d["bootstrap.servers"]) == "orders-bootstrap.gw.svc.cluster.local:9443"
 		})
-		conn := h.waitReason(ns, "app", "Bound")
-		if conn.Status.BootstrapServers != "orders-bootstrap.gw.svc.cluster.local:9443" {
-			t.Errorf("status bootstrap = %q", conn.Status.BootstrapServers)
-		}
+		// The Secret is written before the status: wait for the status too.
+		h.poll("the new port in status", func() (bool, error) {
+			c, err := h.kl.KafkaV1beta2().KafkaConnections(ns).Get(h.ctx, "app", metav1.GetOptions{})
+			return err == nil && c.Status.BootstrapServers == "orders-bootstrap.gw.svc.cluster.local:9443", nil
+		})
 	})
 
 	run("a CA Secret named in the spec is trusted instead, and watched", func(t *testing.T) {
