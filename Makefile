@@ -55,11 +55,19 @@ verify: ## Fail when generated code is stale or Go files are not gofmt'ed.
 lint: ## go vet.
 	$(GO) vet ./...
 
-bench: ## Benchmarks: figures side by side from one run, not pass/fail.
+bench: controlplane ## Benchmarks: figures side by side from one run, not pass/fail.
 	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback)"
 	$(GO) run ./proxy/bench
 	@echo "== binding: secret assembly per connection"
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
+	@echo "== gateway: pure translation of 200 routes x 10 brokers"
+	$(GO) test -run '^$$' -bench BenchmarkTranslate200Routes ./pkg/gateway
+	@echo "== gateway: 200 routes x 10 brokers applied against the local control plane, then idle writes"
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway
+	@echo "== binding: 5,000 KafkaConnections to Ready, CA renewal, peak memory, idle writes (about 8 minutes)"
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	  $(GO) test -count=1 -run '^$$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding
 
 demo: controlplane ## The whole product on a local control plane with a demo Kafka, until Ctrl-C.
 	@echo "building the demo (the end-to-end test's environment, run interactively)"
