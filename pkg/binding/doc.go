@@ -1,6 +1,8 @@
 // Package binding computes a KafkaConnection's binding: which listener of a Strimzi Kafka the
 // connection uses and the data of its servicebinding.io/kafka Secret (addresses, security
-// protocol, SCRAM or mTLS credentials, PEM, PKCS12 and JKS stores).
+// protocol, SCRAM or mTLS credentials, PEM, PKCS12 and JKS stores). A connection may instead name
+// a KafkaRoute: BuildRoute (route.go) then binds the gateway listener and route hostname, with
+// the listener certificate's CA and the same credential assembly.
 //
 // Everything here is pure: no clients, no clock, no globals. The controller gathers the Kafka,
 // KafkaUser and Secrets from its listers into an Input, calls Build, and either applies the

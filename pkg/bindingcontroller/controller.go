@@ -5,7 +5,8 @@
 // The wiring lives here, the sync in sync.go, and everything that decides what the Secret holds in
 // the pure package binding. Strimzi's Kafka and KafkaUser are read through dynamic informers of
 // whichever version the API server serves (kafka.strimzi.io/v1 or v1beta2), and their CRDs may
-// arrive after the operator started; see strimzi.go.
+// arrive after the operator started; see strimzi.go. Connections that name a KafkaRoute are bound
+// through the gateway; see route.go.
 package bindingcontroller
 
 import (

@@ -235,6 +235,8 @@ func TestBindingThroughAKafkaRoute(t *testing.T) {
 		}
 		h.waitSecret(other, "cross", "the gateway CA", func(d map[string][]byte) bool { return trusts(d, gwCA) })
 	})
+
+	run("a restarted operator writes nothing for unchanged route connections", h.restartWritesNothing)
 }
 
 // routeConnection builds a KafkaConnection to a KafkaRoute, optionally with a user.
