@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -917,7 +918,8 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	var msgs []string
 	reason := ReasonInvalidCACertificateRef
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
-		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, []string{"ca.crt"}, ReasonInvalidCACertificateRef)
+		keys := t.caKeys(ref, p.Namespace)
+		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef)
 		if prob != nil {
 			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
 				reason = prob.reason
@@ -926,12 +928,48 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 			continue
 		}
 		dir := t.mount(secret, BackendSecretsDir+"/"+secret)
-		up.CAFiles = append(up.CAFiles, dir+"/ca.crt")
+		for _, k := range keys {
+			up.CAFiles = append(up.CAFiles, dir+"/"+k)
+		}
 	}
 	if len(msgs) > 0 {
 		ps.resolved = &refProblem{reason, strings.Join(msgs, "; ")}
 	}
 	ps.tls = up
+}
+
+// caKeys lists the CA certificate entries of a trust Secret: ca.crt, and every other ca*.crt. During a
+// Strimzi cluster CA renewal the new certificate is in ca.crt while brokers may still present
+// certificates of the old one, kept as ca-<date>.crt; trusting only ca.crt would refuse them.
+func (t *translator) caKeys(ref kroxyliciousv1alpha1.SecretObjectReference, fromNS string) []string {
+	keys := []string{"ca.crt"}
+	ns := fromNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: string(ref.Name)}]
+	if secret == nil {
+		return keys
+	}
+	var older []string
+	for _, data := range []map[string]string{stringKeys(secret.Data), secret.StringData} {
+		for k := range data {
+			if k != "ca.crt" && strings.HasPrefix(k, "ca") && strings.HasSuffix(k, ".crt") && !slices.Contains(older, k) {
+				older = append(older, k)
+			}
+		}
+	}
+	sort.Strings(older)
+	return append(keys, older...)
+}
+
+// stringKeys gives a Secret's Data keys in the shape of its StringData, to walk both alike.
+func stringKeys(data map[string][]byte) map[string]string {
+	keys := make(map[string]string, len(data))
+	for k := range data {
+		keys[k] = ""
+	}
+	return keys
 }
 
 // requeueAfter keeps the earliest positive delay.

@@ -160,6 +160,15 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err := writeKubeconfig(cp.Kubeconfig, host, caPEM, "kafkalink-admin", cp.adminToken); err != nil {
 		return nil, err
 	}
+	// CRDs first: kube-controller-manager's garbage collector discovers resources at start and
+	// then only every 30 s, so CRDs installed after it would delay collecting their objects.
+	crds, err := defaultCRDFiles(opts.StrimziVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.InstallCRDFiles(ctx, append(crds, opts.ExtraCRDFiles...)...); err != nil {
+		return nil, err
+	}
 	if !opts.WithoutControllerManager {
 		controllers := opts.Controllers
 		if controllers == "" {
@@ -178,13 +187,6 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		); err != nil {
 			return nil, err
 		}
-	}
-	crds, err := defaultCRDFiles(opts.StrimziVersion)
-	if err != nil {
-		return nil, err
-	}
-	if err := cp.InstallCRDFiles(ctx, append(crds, opts.ExtraCRDFiles...)...); err != nil {
-		return nil, err
 	}
 	logf("control plane ready at %s (kubeconfig %s)", host, cp.Kubeconfig)
 	return cp, nil
