@@ -63,13 +63,10 @@ func TestDemo(t *testing.T) {
 
 	pod, _ := e.runner.Pod(nsApps, gateway.DeploymentName(gatewayName))
 	say("the proxy runs as pid %d (log %s); its Deployment reports Available", pod.PID, pod.LogPath)
-	routeData := assembleRouteBinding(data, gatewayCA.CertPEM, listenPort)
-	if e.routeBindingHandled() {
-		e.waitBound(routeConn)
-		routeData = e.bindingData(routeConn, "its entries", func(d map[string][]byte) bool { return len(d) > 0 })
-		say("the binding Secret apps/%s, for the same cluster through the gateway:", routeConn)
-		printEntries(routeData)
-	}
+	e.waitBound(routeConn)
+	routeData := e.bindingData(routeConn, "its entries", func(d map[string][]byte) bool { return len(d) > 0 })
+	say("the binding Secret apps/%s, for the same cluster through the gateway (KafkaConnection naming the KafkaRoute):", routeConn)
+	printEntries(routeData)
 	dir := bindingtest.Project(t, routeData)
 	brokers := metadataBrokers(t, proxiedClientOpts(t, dir, nil))
 	say("a client bootstrapping through the proxy at %s is told these brokers:\n    %s\n  (kfake itself listens on %s)",

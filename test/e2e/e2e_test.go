@@ -222,24 +222,10 @@ func TestEndToEnd(t *testing.T) {
 		kcatProduceConsume(t, nil, kcatArgs(t, directDir), "direct-kcat")
 	})
 
-	// The binding controller learns KafkaRoutes in a parallel change. Until it has, the proxied
-	// path runs on what that binding will hold: the user's credentials, the route's bootstrap
-	// host on the listener port, and the gateway certificate's ca.crt as the truststore.
-	routeBindingSupported := e.routeBindingHandled()
-	if routeBindingSupported {
-		t.Log("the binding controller handles KafkaRoute connections: the proxied path uses its Secret")
-	} else {
-		t.Log("the binding controller does not handle KafkaRoute connections yet (no status on " + routeConn +
-			"): the proxied path uses the direct binding's credentials, the route's bootstrap host and the gateway CA")
-	}
 	routeBinding := func(what string, ok func(map[string][]byte) bool) map[string][]byte {
 		e.t.Helper()
-		if routeBindingSupported {
-			e.waitBound(routeConn)
-			return e.bindingData(routeConn, what, ok)
-		}
-		direct := e.bindingData(directConn, what, ok)
-		return assembleRouteBinding(direct, gatewayCA.CertPEM, listenPort)
+		e.waitBound(routeConn)
+		return e.bindingData(routeConn, what, ok)
 	}
 
 	var routeDir string
@@ -445,36 +431,6 @@ func TestEndToEnd(t *testing.T) {
 			return len(left) == 0, strings.Join(left, ", ")
 		})
 	})
-}
-
-// routeBindingHandled reports whether the binding controller has written any status on the
-// KafkaRoute connection. It is asked after the direct connection was bound, which proves the
-// controller has seen both (they were applied together).
-func (e *env) routeBindingHandled() bool {
-	e.t.Helper()
-	c, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Get(e.ctx, routeConn, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return len(c.Status.Conditions) > 0
-}
-
-// assembleRouteBinding is what the KafkaRoute binding holds, made from the direct binding: the
-// same credentials, the route's bootstrap host on the listener port, and the gateway
-// certificate's CA (the ca.crt cert-manager writes) as the PEM truststore.
-func assembleRouteBinding(direct map[string][]byte, gatewayCA []byte, listenPort int) map[string][]byte {
-	out := map[string][]byte{}
-	for k, v := range direct {
-		if !strings.HasPrefix(k, "ssl.truststore.") {
-			out[k] = v
-		}
-	}
-	bootstrap := []byte(net.JoinHostPort(bootstrapHost, strconv.Itoa(listenPort)))
-	for _, k := range []string{"bootstrap.servers", "bootstrap-servers", "bootstrapServers"} {
-		out[k] = bootstrap
-	}
-	out["ssl.truststore.crt"] = gatewayCA
-	return out
 }
 
 // gatewayCertSecret is the gateway listener's certificate Secret as cert-manager writes it
