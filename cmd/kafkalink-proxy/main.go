@@ -44,13 +44,14 @@ func main() {
 	configPath := flag.String("config", "/opt/kafkalink/config/proxy-config.yaml", "proxy configuration file (reloaded on change)")
 	flag.Var(&remaps, "remap-path", "rewrite a path prefix in the configuration, FROM=TO; repeatable (test runners lay mounted Secrets out elsewhere)")
 	poll := flag.Duration("poll-interval", time.Second, "how often the configuration and key material are checked for changes")
+	bind := flag.String("bind-address", "", "bind every listener and the management port to this address instead of the configured one (test runners use 127.0.0.1)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
-	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll})
+	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll, BindAddress: *bind})
 	if err := srv.Run(ctx); err != nil {
 		logger.Error(err, "Proxy failed")
 		klog.Flush()

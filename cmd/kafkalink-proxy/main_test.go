@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -68,17 +69,17 @@ func TestBinaryRemapsPathsAndDrainsOnSIGTERM(t *testing.T) {
 listeners:
 - name: tls
   port: %d
-  bindAddress: 127.0.0.1
   keyPairs: [{certificateFile: /opt/kroxylicious/secrets/tls.crt, privateKeyFile: /opt/kroxylicious/secrets/tls.key}]
 virtualClusters:
 - {name: p, listener: tls, bootstrapHost: p-bootstrap.test, brokerPattern: p-broker-$(nodeId).test, targetBootstrap: "127.0.0.1:1"}
-management: {port: %d, bindAddress: 127.0.0.1}
+management: {port: %d}
 `, ports[0], ports[1])
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "--config", path, "--remap-path", "/opt/kroxylicious="+dir, "-v", "2")
+	// The configuration binds all interfaces, as in a pod; --bind-address keeps the test on loopback.
+	cmd := exec.Command(os.Args[0], "--config", path, "--remap-path", "/opt/kroxylicious="+dir, "--bind-address", "127.0.0.1", "-v", "2")
 	cmd.Env = append(os.Environ(), "KAFKALINK_PROXY_RUN_MAIN=1")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -105,12 +106,45 @@ management: {port: %d, bindAddress: 127.0.0.1}
 			t.Fatal("proxy never became ready")
 		}
 	}
+	for _, port := range ports {
+		if addrs := listeningAddresses(t, port); len(addrs) != 1 || addrs[0] != "0100007F" {
+			t.Errorf("port %d listens on %v (hex, /proc/net/tcp), want loopback only (0100007F)", port, addrs)
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("proxy did not exit cleanly on SIGTERM: %v", err)
 	}
+}
+
+// listeningAddresses returns the local IPv4 addresses (hex, as /proc/net/tcp writes them) of the
+// sockets listening on port; IPv6 sockets count as "::" when they listen on any address.
+func listeningAddresses(t *testing.T, port int) []string {
+	t.Helper()
+	var addrs []string
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "0A" { // 0A is LISTEN
+				continue
+			}
+			host, p, ok := strings.Cut(f[1], ":")
+			if !ok || p != fmt.Sprintf("%04X", port) {
+				continue
+			}
+			if file == "/proc/net/tcp6" {
+				host = "::"
+			}
+			addrs = append(addrs, host)
+		}
+	}
+	return addrs
 }
 
 func writeSelfSigned(t *testing.T, certFile, keyFile string) {

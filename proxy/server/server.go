@@ -38,6 +38,10 @@ type Options struct {
 	Remaps []PathRemap
 	// PollInterval is how often the configuration and key material are checked for changes.
 	PollInterval time.Duration
+	// BindAddress, when set, replaces the bind address of every listener and of the management
+	// port (--bind-address). Test runners set 127.0.0.1 so nothing listens beyond loopback; in a
+	// pod the configured address (all interfaces) is right.
+	BindAddress string
 	// Listen binds the Kafka listeners; nil means net.Listen. Tests use it to bind inside
 	// another network namespace.
 	Listen func(network, address string) (net.Listener, error)
@@ -152,6 +156,12 @@ func (s *Server) readConfig() (*config.Config, [32]byte, error) {
 	}
 	for _, r := range s.opts.Remaps {
 		cfg.RemapPaths(r.From, r.To)
+	}
+	if s.opts.BindAddress != "" {
+		for i := range cfg.Listeners {
+			cfg.Listeners[i].BindAddress = s.opts.BindAddress
+		}
+		cfg.Management.BindAddress = s.opts.BindAddress
 	}
 	for _, f := range cfg.Files() {
 		b, err := os.ReadFile(f)

@@ -169,6 +169,8 @@ func newEnv(t *testing.T) *env {
 		HostAliases: []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{
 			backendService + "." + nsKafka, backendService + "." + nsKafka + ".svc", backendService + "." + nsKafka + ".svc.cluster.local",
 		}}},
+		// The proxy binds every interface in a pod; here it keeps to loopback.
+		ExtraArgs:   []string{"--bind-address=127.0.0.1"},
 		StopTimeout: 5 * time.Second,
 		Logger:      &logger,
 	})

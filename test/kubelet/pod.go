@@ -262,7 +262,7 @@ func (p *pod) start(ctx context.Context, r *Runner, d *appsv1.Deployment, o obje
 	if err != nil {
 		return err
 	}
-	args := containerArgs(c, env, mounts, r.remapFlag, r.opts.KeepArgs)
+	args := append(append([]string(nil), r.opts.ExtraArgs...), containerArgs(c, env, mounts, r.remapFlag, r.opts.KeepArgs)...)
 	procEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + p.dir, "HOSTNAME=" + p.name}
 	if tmp := os.Getenv("TMPDIR"); tmp != "" {
 		procEnv = append(procEnv, "TMPDIR="+tmp)

@@ -80,6 +80,9 @@ type Options struct {
 	// a volume mount (or a --flag=value whose value is) is rewritten to the local path, because
 	// a flag such as --config names a file the binary opens before any remapping.
 	KeepArgs bool
+	// ExtraArgs go before the container's own arguments of every process, for what a test
+	// changes in every pod, such as `--bind-address=127.0.0.1` so nothing listens beyond loopback.
+	ExtraArgs []string
 	// ProbeInterval is the longest time between two readiness probes (250ms when zero); a
 	// probe's shorter periodSeconds wins.
 	ProbeInterval time.Duration
