@@ -218,6 +218,14 @@ func TestUnknownSNIIsRefusedWithLogLine(t *testing.T) {
 			c.Close()
 			t.Fatalf("SNI %q accepted", sni)
 		}
+		// The client sees the refusal before the proxy has finished recording it: wait, bounded.
+		recorded := func() bool {
+			return p.logs.contains("Refused TLS handshake", fmt.Sprintf(`"sni"=%q`, sni), `a-bootstrap.kafka.test, a-broker-$(nodeId).kafka.test`) &&
+				strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `reason="`+reason+`"`)
+		}
+		for i := 0; i < 100 && !recorded(); i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
 		if !p.logs.contains("Refused TLS handshake", fmt.Sprintf(`"sni"=%q`, sni), `a-bootstrap.kafka.test, a-broker-$(nodeId).kafka.test`) {
 			t.Errorf("no log line naming SNI %q and the patterns:\n%s", sni, p.logs)
 		}
