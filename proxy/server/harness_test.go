@@ -119,6 +119,19 @@ next:
 	return false
 }
 
+// waitFor reports whether a line with every part appears within a few seconds. The proxy logs
+// after it acts, so a client can see the effect (a refused handshake, a closed connection)
+// before the line is written.
+func (b *logBuffer) waitFor(parts ...string) bool {
+	for range 250 {
+		if b.contains(parts...) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return b.contains(parts...)
+}
+
 func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

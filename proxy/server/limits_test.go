@@ -84,7 +84,7 @@ func TestGracefulDrain(t *testing.T) {
 		t.Fatalf("connection not closed after the drain: %v", err)
 	}
 	<-stopped
-	if !p.logs.contains("Draining connections", `"connections"=1`) {
+	if !p.logs.waitFor("Draining connections", `"connections"=1`) {
 		t.Errorf("no drain log line:\n%s", p.logs)
 	}
 }

@@ -218,18 +218,19 @@ func TestUnknownSNIIsRefusedWithLogLine(t *testing.T) {
 			c.Close()
 			t.Fatalf("SNI %q accepted", sni)
 		}
-		// The client sees the refusal before the proxy has finished recording it: wait, bounded.
-		recorded := func() bool {
-			return p.logs.contains("Refused TLS handshake", fmt.Sprintf(`"sni"=%q`, sni), `a-bootstrap.kafka.test, a-broker-$(nodeId).kafka.test`) &&
-				strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `reason="`+reason+`"`)
-		}
-		for i := 0; i < 100 && !recorded(); i++ {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if !p.logs.contains("Refused TLS handshake", fmt.Sprintf(`"sni"=%q`, sni), `a-bootstrap.kafka.test, a-broker-$(nodeId).kafka.test`) {
+		if !p.logs.waitFor("Refused TLS handshake", fmt.Sprintf(`"sni"=%q`, sni), `a-bootstrap.kafka.test, a-broker-$(nodeId).kafka.test`) {
 			t.Errorf("no log line naming SNI %q and the patterns:\n%s", sni, p.logs)
 		}
-		if !strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `reason="`+reason+`"`) {
+		// The metric is counted once the handshake has failed on the proxy's side, which can be
+		// after the client saw the refusal: wait, bounded.
+		counted := false
+		for i := 0; i < 250 && !counted; i++ {
+			counted = strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `reason="`+reason+`"`)
+			if !counted {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if !counted {
 			t.Errorf("no handshake failure metric with reason %s", reason)
 		}
 	}
@@ -246,7 +247,7 @@ func TestFilteredVirtualClusterIsNotServed(t *testing.T) {
 	if _, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: "f-bootstrap.kafka.test", RootCAs: pki.pool}); err == nil {
 		t.Fatal("a virtual cluster with filters was served")
 	}
-	if !p.logs.contains("Refusing to serve virtual cluster", `"virtualCluster"="f"`, "encrypt (RecordEncryption)") {
+	if !p.logs.waitFor("Refusing to serve virtual cluster", `"virtualCluster"="f"`, "encrypt (RecordEncryption)") {
 		t.Errorf("no refusal log line:\n%s", p.logs)
 	}
 	if !strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `kafkalink_proxy_virtual_cluster_refused{virtual_cluster="f"} 1`) {
@@ -329,7 +330,7 @@ func TestCertificateRotationKeepsConnections(t *testing.T) {
 			t.Errorf("client re-dialled %s (%d -> %d): an existing connection was dropped", h, n, got)
 		}
 	}
-	if !p.logs.contains("Reloaded configuration and key material") {
+	if !p.logs.waitFor("Reloaded configuration and key material") {
 		t.Errorf("no reload logged:\n%s", p.logs)
 	}
 }
@@ -413,7 +414,7 @@ func TestMalformedFrameClosesOnlyThatConnection(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("y")).FirstErr(); err != nil {
 		t.Fatalf("another connection suffered: %v", err)
 	}
-	if !p.logs.contains("Closed connection on a malformed frame") {
+	if !p.logs.waitFor("Closed connection on a malformed frame") {
 		t.Errorf("no log line:\n%s", p.logs)
 	}
 }
