@@ -29,14 +29,16 @@ import (
 )
 
 // AnnotationAppliedHash holds a hash of what kafkalink last applied to a generated object; an
-// object whose hash matches the desired one is not written again, so an idle operator makes no
-// writes.
+// object whose hash matches the desired one, and that still holds every applied field (see
+// drift.go), is not written again, so an idle operator makes no writes.
 const AnnotationAppliedHash = "kafkalink.io/applied-hash"
 
 // Event reasons beyond the condition reasons.
 const (
 	EventApplied = "Applied"
 	EventPruned  = "Pruned"
+	// EventRestored: generated objects changed by hand were applied again.
+	EventRestored = "Restored"
 )
 
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
@@ -247,7 +249,7 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		Name: gw.Name, UID: gw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}
 	desired := map[gateway.ObjectKey]bool{}
-	applied := 0
+	applied, restored := 0, 0
 	for _, o := range res.Objects {
 		desired[gateway.ObjectKey{Kind: o.GetKind(), Name: o.GetName()}] = true
 		gvr, ok := kindToGVR[o.GetKind()]
@@ -267,7 +269,16 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		ann[AnnotationAppliedHash] = hash
 		o.SetAnnotations(ann)
 		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && controlledBy(m, gw) && m.GetAnnotations()[AnnotationAppliedHash] == hash {
-			continue
+			live, err := liveFields(m)
+			if err != nil {
+				return err
+			}
+			field := drift(live, o.Object)
+			if field == "" {
+				continue
+			}
+			restored++
+			logger.Info("Restoring a generated object changed by someone else", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()), "field", field)
 		}
 		if _, err := c.dynamic.Resource(gvr).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
@@ -279,8 +290,11 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 	if err != nil {
 		return err
 	}
-	if applied > 0 || pruned > 0 {
-		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventApplied, "Applied %d and deleted %d generated objects", applied, pruned)
+	if restored > 0 {
+		c.env.Recorder.Eventf(gw, corev1.EventTypeWarning, EventRestored, "Restored %d generated objects that were changed by someone else", restored)
+	}
+	if applied > restored || pruned > 0 {
+		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventApplied, "Applied %d and deleted %d generated objects", applied-restored, pruned)
 	}
 	return nil
 }

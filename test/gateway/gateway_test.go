@@ -317,6 +317,63 @@ func TestDeletedRouteServicesArePruned(t *testing.T) {
 	})
 }
 
+// TestHandEditedObjectsAreRestored: generated objects belong to the gateway; a hand edit of a
+// field kafkalink sets is put back, while what others add (a label here) is left alone.
+func TestHandEditedObjectsAreRestored(t *testing.T) {
+	ctx := context.Background()
+	ns := "drift"
+	namespace(t, ns)
+	apply(t, fmt.Sprintf(backendYAML, ns)+"---"+fmt.Sprintf(gatewayYAML, ns, "gw", "cert"))
+	apply(t, fmt.Sprintf(routeYAML, ns, "inside", "gw", "in-%.svc.cluster.local"))
+	want := map[string]string{
+		"in-bootstrap": "ClusterIP 9092->9092", "in-broker-0": "ClusterIP 9092->9092", "in-broker-1": "ClusterIP 9092->9092",
+	}
+	waitServices(t, op, ns, "gw", want)
+	settle(t)
+
+	kubectl(t, "patch", "service", "-n", ns, "in-broker-0", "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/ports/0/targetPort","value":1234}]`)
+	kubectl(t, "label", "service", "-n", ns, "in-broker-0", "team=kafka")
+	kubectl(t, "patch", "configmap", "-n", ns, "gw-proxy-config", "--type=merge", "-p", `{"data":{"proxy-config.yaml":"edited"}}`)
+	kubectl(t, "delete", "deployment", "-n", ns, "gw")
+
+	waitServices(t, op, ns, "gw", want)
+	poll(t, op, "the ConfigMap and the Deployment to be restored", func() (bool, error) {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "gw-proxy-config", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for k, v := range cm.Data {
+			if v == "edited" {
+				return false, fmt.Errorf("%s is still edited", k)
+			}
+		}
+		_, err = kube.AppsV1().Deployments(ns).Get(ctx, "gw", metav1.GetOptions{})
+		return err == nil, err
+	})
+	svc, err := kube.CoreV1().Services(ns).Get(ctx, "in-broker-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if svc.Labels["team"] != "kafka" {
+		t.Errorf("the label added by hand was removed: %v", svc.Labels)
+	}
+	poll(t, op, "a Restored event", func() (bool, error) {
+		events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Restored" && e.InvolvedObject.Name == "gw" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// Restoring converges: the operator stops writing.
+	settle(t)
+}
+
 const tlsRouteYAML = `
 kind: KafkaGatewayParameters
 apiVersion: kroxylicious.io/v1alpha1
