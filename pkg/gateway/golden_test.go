@@ -39,6 +39,7 @@ type testEnvironment struct {
 	Now               string      `json:"now"`
 	Foreign           []ObjectKey `json:"foreign"`
 	Gateway           string      `json:"gateway"`
+	FilterTypes       []string    `json:"filterTypes"`
 }
 
 // loadCase reads a case: Kubernetes objects, "kind: Include" documents (path relative to the
@@ -152,6 +153,7 @@ func loadCase(t *testing.T, path string) *Snapshot {
 		s.Env.TLSRoutes = *env.TLSRoutes
 	}
 	s.Env.VisibleNamespaces = env.VisibleNamespaces
+	s.Env.FilterTypes = env.FilterTypes
 	if env.TLSRouteTimeout != "" {
 		d, err := time.ParseDuration(env.TLSRouteTimeout)
 		if err != nil {

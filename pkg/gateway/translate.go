@@ -800,6 +800,13 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 		if kf == nil {
 			return target, nil, nil, &refProblem{ReasonFilterNotFound, fmt.Sprintf("KafkaFilter %s/%s not found", route.Namespace, f.Name)}
 		}
+		if !slices.Contains(t.s.Env.FilterTypes, kf.Spec.Type) {
+			implemented := "none"
+			if len(t.s.Env.FilterTypes) > 0 {
+				implemented = strings.Join(t.s.Env.FilterTypes, ", ")
+			}
+			return target, nil, nil, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("KafkaFilter %s has type %s, which the proxy does not implement (it implements: %s; see the operator's --proxy-filter-types)", kf.Name, kf.Spec.Type, implemented)}
+		}
 		var raw []byte
 		if kf.Spec.Config != nil {
 			raw = kf.Spec.Config.Raw

@@ -134,6 +134,9 @@ type Environment struct {
 	ClusterDomain string
 	// ProxyImage is the kafkalink-proxy image.
 	ProxyImage string
+	// FilterTypes are the KafkaFilter types the proxy image implements. A route rule naming a
+	// filter of another type is not served: the proxy would refuse the whole virtual cluster.
+	FilterTypes []string
 	// OpenShiftRoutes reports whether route.openshift.io/v1 Route is served.
 	OpenShiftRoutes bool
 	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.

@@ -89,6 +89,7 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 	s := &gateway.Snapshot{Gateway: gw, Env: gateway.Environment{
 		ClusterDomain:   c.env.Options.ClusterDomain,
 		ProxyImage:      c.env.Options.ProxyImage,
+		FilterTypes:     c.env.Options.ProxyFilterTypes,
 		OpenShiftRoutes: c.osRoutes.Ready(),
 		TLSRoutes:       c.tlsRoutes.Ready(),
 		TLSRouteTimeout: c.env.Options.TLSRouteAttachTimeout,

@@ -60,6 +60,9 @@ type Options struct {
 	Workers                 int
 	ClusterDomain           string
 	ProxyImage              string
+	// ProxyFilterTypes are the KafkaFilter types the proxy image implements. kafkalink-proxy
+	// implements none; a different proxy image may.
+	ProxyFilterTypes []string
 
 	// Gateway controller.
 	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
@@ -92,6 +95,15 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
 	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
+	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", func(s string) error {
+		o.ProxyFilterTypes = nil
+		for _, t := range strings.Split(s, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				o.ProxyFilterTypes = append(o.ProxyFilterTypes, t)
+			}
+		}
+		return nil
+	})
 
 	// Gateway controller.
 	fs.DurationVar(&o.TLSRouteAttachTimeout, "tlsroute-attach-timeout", 5*time.Minute, "How long a generated TLSRoute may wait for a Gateway API parent to accept it before the KafkaGateway reports TLSRouteNotAccepted.")
