@@ -75,15 +75,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Requests per second to the API server (client-go's default of 5 is too slow for large gateways).")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of requests to the API server.")
-	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", func(s string) error {
-		o.WatchNamespaces = nil
-		for _, ns := range strings.Split(s, ",") {
-			if ns = strings.TrimSpace(ns); ns != "" {
-				o.WatchNamespaces = append(o.WatchNamespaces, ns)
-			}
-		}
-		return nil
-	})
+	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", commaList(&o.WatchNamespaces))
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":8080", "Address of the Prometheus /metrics endpoint; empty disables it.")
 	fs.StringVar(&o.HealthAddress, "health-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Run controllers only while holding the leader Lease, so replicas can stand by.")
@@ -95,18 +87,23 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
 	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
-	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", func(s string) error {
-		o.ProxyFilterTypes = nil
-		for _, t := range strings.Split(s, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				o.ProxyFilterTypes = append(o.ProxyFilterTypes, t)
-			}
-		}
-		return nil
-	})
+	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", commaList(&o.ProxyFilterTypes))
 
 	// Gateway controller.
 	fs.DurationVar(&o.TLSRouteAttachTimeout, "tlsroute-attach-timeout", 5*time.Minute, "How long a generated TLSRoute may wait for a Gateway API parent to accept it before the KafkaGateway reports TLSRouteNotAccepted.")
+}
+
+// commaList parses a flag of comma-separated values into dst, skipping empty items.
+func commaList(dst *[]string) func(string) error {
+	return func(s string) error {
+		*dst = nil
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				*dst = append(*dst, v)
+			}
+		}
+		return nil
+	}
 }
 
 // Clients are the API clients controllers use.
