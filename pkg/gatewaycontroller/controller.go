@@ -85,12 +85,15 @@ type Controller struct {
 	osRoutes  *optionalInformer
 	tlsRoutes *optionalInformer
 	grants    *optionalInformer
+
+	// waiters: gateways waiting for names held by objects they do not control.
+	waiters *nameWaiters
 }
 
 // New builds the gateway controller for the namespace of env's informers and registers its
 // informers and event handlers. Register it in cmd/kafkalink-operator/controllers.go.
 func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
-	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic}
+	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic, waiters: newNameWaiters()}
 	c.ctrl = controller.New(Name, c.sync)
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	kube := env.Informers.Kube
@@ -117,6 +120,11 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	paramsInf := env.Informers.Dynamic.ForResource(gvrParams)
 	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf.Informer(), cmInf.Informer(), depInf.Informer()} {
+		if err := inf.SetTransform(slimObject); err != nil {
+			return nil, fmt.Errorf("setting the cache transform: %w", err)
+		}
+	}
 
 	c.gateways, c.gatewayIdx = gwInf.Lister(), gwInf.Informer().GetIndexer()
 	c.routes, c.routeIdx = routeInf.Lister(), routeInf.Informer().GetIndexer()
@@ -137,8 +145,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		{filterInf.Informer(), c.filterToGateways},
 		{secretInf.Informer(), c.secretToGateways},
 		{svcInf.Informer(), c.serviceToGateways},
-		{cmInf.Informer(), ownerGateway},
-		{depInf.Informer(), ownerGateway},
+		{cmInf.Informer(), c.generatedKind(gateway.KindConfigMap)},
+		{depInf.Informer(), c.generatedKind(gateway.KindDeployment)},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(controller.MapHandler(h.mapper, c.ctrl)); err != nil {
@@ -149,8 +157,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 
 	// Foreign APIs may be missing now and installed later: each is watched once discovery shows it.
 	ns := env.Informers.Namespace
-	c.osRoutes = c.newOptional(ctx, "OpenShift Routes", ns, ownerGateway, gvrRoute)
-	c.tlsRoutes = c.newOptional(ctx, "TLSRoutes", ns, ownerGateway, gvrTLSRoute)
+	c.osRoutes = c.newOptional(ctx, "OpenShift Routes", ns, c.generatedKind(gateway.KindRoute), gvrRoute)
+	c.tlsRoutes = c.newOptional(ctx, "TLSRoutes", ns, c.generatedKind(gateway.KindTLSRoute), gvrTLSRoute)
 	c.grants = c.newOptional(ctx, "ReferenceGrants", ns, c.allGateways, gvrGrantV1beta1, gvrGrantV1)
 	return c.ctrl, nil
 }
@@ -375,7 +383,7 @@ func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
 	}
 	key := m.GetNamespace() + "/" + m.GetName()
 	keys := c.gatewaysByIndex(indexGatewaySecret, key)
-	keys = append(keys, ownerGateway(obj)...)
+	keys = append(keys, c.generatedKind(gateway.KindSecret)(obj)...)
 	if objs, err := c.filterIdx.ByIndex(indexFilterSecret, key); err == nil {
 		for _, f := range objs {
 			if fm, err := meta.Accessor(f); err == nil {
@@ -396,7 +404,7 @@ func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
 	if err != nil {
 		return nil
 	}
-	keys := ownerGateway(obj)
+	keys := c.generatedKind(gateway.KindService)(obj)
 	return append(keys, c.routesByIndex(indexRouteBackend, m.GetNamespace()+"/"+m.GetName())...)
 }
 

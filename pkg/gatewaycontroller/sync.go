@@ -61,12 +61,18 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	res := gateway.Translate(snap)
 	if !res.Hold {
-		if foreign := c.foreign(gw, res.Objects); len(foreign) > 0 {
+		foreign := c.foreign(gw, res.Objects)
+		if len(foreign) > 0 {
 			// Names held by objects the gateway does not control: translate again knowing them,
 			// so the routes that need them say so and nothing is adopted.
 			snap.Foreign = foreign
 			res = gateway.Translate(snap)
 		}
+		held := make([]heldName, 0, len(foreign))
+		for _, k := range foreign {
+			held = append(held, heldName{k.Kind, gw.Namespace, k.Name})
+		}
+		c.waiters.set(key, held)
 	}
 	if !res.Hold {
 		if err := c.apply(ctx, gw, res); err != nil {
@@ -545,6 +551,7 @@ func (c *Controller) writePolicyStatus(ctx context.Context, namespace, gw string
 
 // forget removes a deleted gateway's entries from route and policy status.
 func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
+	c.waiters.set(key, nil)
 	now := metav1.NewTime(c.clock.Now())
 	routes, err := c.routeIdx.ByIndex(indexRouteGateway, key.Name)
 	if err != nil {

@@ -374,6 +374,47 @@ func TestHandEditedObjectsAreRestored(t *testing.T) {
 	settle(t)
 }
 
+// TestForeignObjectsAreNeverTakenOver: a ConfigMap someone else owns under the name the gateway
+// wants is reported (Programmed=False NameInUse) and left as it is. The controller caches only
+// the metadata of such objects (see cache.go), which is all this check needs.
+func TestForeignObjectsAreNeverTakenOver(t *testing.T) {
+	ctx := context.Background()
+	ns := "foreign"
+	namespace(t, ns)
+	_, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw-proxy-config"}, Data: map[string]string{"mine": "yes"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, fmt.Sprintf(backendYAML, ns)+"---"+fmt.Sprintf(gatewayYAML, ns, "gw", "cert"))
+	g := waitGatewayCondition(t, op, ns, "gw", "Programmed", metav1.ConditionFalse, "NameInUse")
+	for _, c := range g.Status.Conditions {
+		if c.Type == "Programmed" && !strings.Contains(c.Message, "ConfigMap gw-proxy-config") {
+			t.Errorf("Programmed message does not name the ConfigMap: %q", c.Message)
+		}
+	}
+	settle(t)
+	cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "gw-proxy-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["mine"] != "yes" || len(cm.Data) != 1 || len(cm.OwnerReferences) != 0 {
+		t.Errorf("the foreign ConfigMap was changed: %+v", cm)
+	}
+	// Once the name is free, the gateway creates its own.
+	if err := kube.CoreV1().ConfigMaps(ns).Delete(ctx, "gw-proxy-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, op, "the gateway's own ConfigMap", func() (bool, error) {
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "gw-proxy-config", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && len(cm.OwnerReferences) == 1, err
+	})
+}
+
 const tlsRouteYAML = `
 kind: KafkaGatewayParameters
 apiVersion: kroxylicious.io/v1alpha1

@@ -1,0 +1,72 @@
+package gatewaycontroller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kafkalink/kafkalink/pkg/controller"
+)
+
+// heldName is a name in a namespace that a gateway wants for a generated object of some kind.
+type heldName struct {
+	kind, namespace, name string
+}
+
+// nameWaiters remembers which gateways want names held by objects they do not control, so that
+// when such an object goes away (or gets the gateway as owner) the gateway is reconciled and
+// creates its own. Owner references cannot lead there: the holder is not the gateway's.
+type nameWaiters struct {
+	mu        sync.Mutex
+	byName    map[heldName]map[cache.ObjectName]bool
+	byGateway map[cache.ObjectName][]heldName
+}
+
+func newNameWaiters() *nameWaiters {
+	return &nameWaiters{byName: map[heldName]map[cache.ObjectName]bool{}, byGateway: map[cache.ObjectName][]heldName{}}
+}
+
+// set replaces the names a gateway waits for; none forgets the gateway.
+func (w *nameWaiters) set(gw cache.ObjectName, names []heldName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.byGateway[gw] {
+		delete(w.byName[n], gw)
+		if len(w.byName[n]) == 0 {
+			delete(w.byName, n)
+		}
+	}
+	delete(w.byGateway, gw)
+	for _, n := range names {
+		if w.byName[n] == nil {
+			w.byName[n] = map[cache.ObjectName]bool{}
+		}
+		w.byName[n][gw] = true
+	}
+	if len(names) > 0 {
+		w.byGateway[gw] = names
+	}
+}
+
+func (w *nameWaiters) waiting(n heldName) []cache.ObjectName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]cache.ObjectName, 0, len(w.byName[n]))
+	for gw := range w.byName[n] {
+		out = append(out, gw)
+	}
+	return out
+}
+
+// generatedKind maps an object of a kind the gateway generates to its owning gateway and to the
+// gateways waiting for its name.
+func (c *Controller) generatedKind(kind string) controller.MapFunc {
+	return func(obj any) []cache.ObjectName {
+		keys := ownerGateway(obj)
+		if m, err := meta.Accessor(unwrap(obj)); err == nil {
+			keys = append(keys, c.waiters.waiting(heldName{kind, m.GetNamespace(), m.GetName()})...)
+		}
+		return keys
+	}
+}

@@ -1,0 +1,36 @@
+package gatewaycontroller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+func TestNameWaiters(t *testing.T) {
+	c := &Controller{waiters: newNameWaiters()}
+	gw1, gw2 := cache.ObjectName{Namespace: "ns", Name: "gw1"}, cache.ObjectName{Namespace: "ns", Name: "gw2"}
+	cm := heldName{"ConfigMap", "ns", "taken"}
+	c.waiters.set(gw1, []heldName{cm})
+	c.waiters.set(gw2, []heldName{cm, {"Service", "ns", "svc"}})
+	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "taken"}}
+
+	if got := c.generatedKind("ConfigMap")(holder); len(got) != 2 {
+		t.Errorf("a held ConfigMap maps to %v, want both gateways", got)
+	}
+	if got := c.generatedKind("ConfigMap")(cache.DeletedFinalStateUnknown{Key: "ns/taken", Obj: holder}); len(got) != 2 {
+		t.Errorf("a deleted held ConfigMap maps to %v, want both gateways", got)
+	}
+	if got := c.generatedKind("Service")(holder); len(got) != 0 {
+		t.Errorf("a name is held per kind; got %v", got)
+	}
+	c.waiters.set(gw2, nil) // gw2 no longer waits (or was deleted)
+	if got := c.generatedKind("ConfigMap")(holder); len(got) != 1 || got[0] != gw1 {
+		t.Errorf("after gw2 stopped waiting: %v, want [gw1]", got)
+	}
+	c.waiters.set(gw1, nil)
+	if len(c.waiters.byName) != 0 || len(c.waiters.byGateway) != 0 {
+		t.Errorf("nothing waits, yet the maps hold %v and %v", c.waiters.byName, c.waiters.byGateway)
+	}
+}
