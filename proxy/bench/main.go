@@ -52,7 +52,7 @@ type result struct {
 
 func main() {
 	mib := flag.Int("mib", 256, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 3, "rounds over the four paths; the table shows the median")
+	rounds := flag.Int("rounds", 5, "rounds over the four paths; the table shows the median")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()

@@ -106,7 +106,7 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 		if respond {
 			pending <- Pending{Key: key, Version: version, CorrelationID: corr}
 		}
-		if _, err := io.CopyN(dst, src, total); err != nil {
+		if err := passThrough(dst, src, total); err != nil {
 			if errors.Is(err, io.EOF) {
 				return malformed("request cut short")
 			}
@@ -116,6 +116,30 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// passChunk is the size of the pooled buffers that bytes the proxy only passes on (record data
+// above all) move through. Chunks this large are read straight from the source connection and
+// written straight to the destination, bypassing the 64 KiB per-connection buffers: a large Fetch
+// response then costs a quarter of the system calls and one copy less. Pooled, so an idle
+// connection holds none.
+const passChunk = 256 << 10
+
+var passPool = sync.Pool{New: func() any { b := make([]byte, passChunk); return &b }}
+
+// passThrough copies exactly n bytes from src to dst, like io.CopyN (io.EOF when src ends
+// first), through a pooled chunk. Small copies land in dst's buffer and go out with the next
+// flush; large ones bypass both buffers (bufio reads into and writes from a caller's slice
+// directly when it is at least as large as the buffer and the buffer is empty).
+func passThrough(dst io.Writer, src *bufio.Reader, n int64) error {
+	bp := passPool.Get().(*[]byte)
+	defer passPool.Put(bp)
+	// Hiding dst's ReadFrom makes io.CopyBuffer use the chunk.
+	written, err := io.CopyBuffer(struct{ io.Writer }{dst}, io.LimitReader(src, n), *bp)
+	if err == nil && written < n {
+		err = io.EOF
+	}
+	return err
+}
 
 // maxPooled keeps huge frames' buffers out of the pool.
 const maxPooled = 4 << 20
@@ -177,7 +201,7 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			continue
 		}
 		if !NeedsRewrite(p.Key, p.Version) {
-			if _, err := io.CopyN(dst, src, total); err != nil {
+			if err := passThrough(dst, src, total); err != nil {
 				return err
 			}
 			continue

@@ -43,7 +43,7 @@ func (w *walker) copyN(n int64) {
 		w.fail(malformed("field of %d bytes with %d left in the frame", n, w.left))
 		return
 	}
-	if _, err := io.CopyN(w.dst, w.src, n); err != nil {
+	if err := passThrough(w.dst, w.src, n); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

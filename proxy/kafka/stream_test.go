@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
 	"strings"
 	"testing"
 
@@ -106,4 +107,38 @@ func FuzzStreamFetch(f *testing.F) {
 			t.Fatalf("%d bytes out for a %d-byte frame", out.Len(), len(frame))
 		}
 	})
+}
+
+// TestPassThrough: exact counts in every regime (within the reader's buffer, across it, and
+// larger than a pooled chunk), what follows left unread, and io.EOF when the source ends first.
+func TestPassThrough(t *testing.T) {
+	data := make([]byte, 3*passChunk+12345)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for _, n := range []int64{0, 1, 100, 70 << 10, passChunk, 3*passChunk + 12000} {
+		src := bufio.NewReaderSize(bytes.NewReader(data), 64<<10)
+		if _, err := src.Peek(10); err != nil { // some bytes already buffered, as in the relay
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		dst := bufio.NewWriterSize(&out, 64<<10)
+		if err := passThrough(dst, src, n); err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if err := dst.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), data[:n]) {
+			t.Fatalf("n=%d: copied %d bytes, not the first %d", n, out.Len(), n)
+		}
+		next, err := src.ReadByte()
+		if err != nil || next != data[n] {
+			t.Fatalf("n=%d: the byte after the run is %d (%v), want %d", n, next, err, data[n])
+		}
+	}
+	src := bufio.NewReader(bytes.NewReader(data[:1000]))
+	if err := passThrough(io.Discard, src, 1001); err != io.EOF {
+		t.Fatalf("a source one byte short gave %v, want io.EOF", err)
+	}
 }
