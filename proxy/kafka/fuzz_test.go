@@ -31,7 +31,8 @@ func FuzzCopyRequests(f *testing.F) {
 		for range pending {
 		}
 		// Whatever was forwarded is a sequence of frames within the limit; only the last may
-		// be cut short, when the client stream itself ends mid-frame.
+		// be cut short, when the client stream itself ends mid-frame, and then it holds the
+		// input's bytes (how much of the cut frame went out before the end is not promised).
 		b := out.Bytes()
 		for len(b) >= 4 {
 			n := int(binary.BigEndian.Uint32(b)) + 4
@@ -39,8 +40,8 @@ func FuzzCopyRequests(f *testing.F) {
 				t.Fatalf("frame of %d bytes forwarded", n)
 			}
 			if n > len(b) {
-				if !bytes.HasSuffix(data, b) {
-					t.Fatalf("a cut frame is not the end of the input")
+				if !bytes.Contains(data, b) {
+					t.Fatalf("a cut frame holds bytes that are not the input's")
 				}
 				break
 			}

@@ -159,7 +159,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	resp.SetVersion(version)
 	// Unsafe strings point into frame; everything is re-encoded before frame is reused, and
 	// AddressMap implementations copy what they keep.
-	if err := resp.(kmsg.UnsafeReadFrom).UnsafeReadFrom(frame[hl:]); err != nil {
+	if err := DecodeBounded(frame[hl:], resp.(kmsg.UnsafeReadFrom).UnsafeReadFrom); err != nil {
 		return nil, 0, malformed("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
 	n := 0
@@ -229,7 +229,7 @@ func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error)
 	}
 	var r kmsg.ApiVersionsResponse
 	r.SetVersion(version)
-	if err := r.ReadFrom(frame[4:]); err != nil {
+	if err := DecodeBounded(frame[4:], r.ReadFrom); err != nil {
 		return nil, malformed("ApiVersions v%d: %v", version, err)
 	}
 	keys := r.ApiKeys[:0]

@@ -202,5 +202,5 @@ func roundTrip(c net.Conn, br *bufio.Reader, f *kmsg.RequestFormatter, req kmsg.
 		}
 		body = body[n:]
 	}
-	return resp.ReadFrom(body)
+	return kafka.DecodeBounded(body, resp.ReadFrom)
 }
