@@ -28,7 +28,7 @@ func TestMayHoldLongUvarint(t *testing.T) {
 	}{
 		{nil, false},
 		{[]byte{0x7f, 0x80, 0x81, 0x01, 0xff, 0xff, 0x00}, false}, // runs of 2 at most: uvarints of 3 bytes
-		{[]byte{0x00, 0x80, 0x80, 0x80, 0x01}, true},             // a 4-byte uvarint
+		{[]byte{0x00, 0x80, 0x80, 0x80, 0x01}, true},              // a 4-byte uvarint
 		{corruptTagCount, true},
 	} {
 		if got := mayHoldLongUvarint(tc.in); got != tc.want {
