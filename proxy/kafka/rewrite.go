@@ -155,6 +155,12 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	if err != nil {
 		return nil, 0, err
 	}
+	if key == KeyProduce {
+		// The common Produce response carries no endpoints: forward it without decoding.
+		if has, err := produceHasNodeEndpoints(version, frame[hl:]); err == nil && !has {
+			return nil, 0, nil
+		}
+	}
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
 	// Unsafe strings point into frame; everything is re-encoded before frame is reused, and
