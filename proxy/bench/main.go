@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -157,6 +158,7 @@ management: {port: %d, bindAddress: 127.0.0.1}
 		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}},
 		{"proxy TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("tls-bootstrap.bench.test:%d", ports[2])), kgo.Dialer(toLoopback(true))}},
 	}
+	steal0, total0 := cpuSteal()
 	all := make([][]result, len(paths))
 	for r := 0; r < rounds; r++ {
 		for i, p := range paths {
@@ -185,6 +187,11 @@ management: {port: %d, bindAddress: 127.0.0.1}
 			100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
 	}
 	fmt.Println("\nproxy rows compare with the direct row above them (proxy TLS with direct TLS). CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	if steal1, total1 := cpuSteal(); total1 > total0 {
+		// On a virtual machine the hypervisor may run others on "our" cores; every path then
+		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
+		fmt.Printf("host steal time during the run: %.1f%% of CPU time\n", 100*float64(steal1-steal0)/float64(total1-total0))
+	}
 	cancel()
 	<-done
 	return nil
@@ -349,6 +356,24 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuSteal returns the machine's steal and total CPU ticks from /proc/stat (zeros elsewhere).
+func cpuSteal() (steal, total uint64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseUint(f, 10, 64)
+		total += v
+		if i == 7 {
+			steal = v
+		}
+	}
+	return steal, total
 }
 
 func runtimeProcs() string {
