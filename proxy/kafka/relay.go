@@ -131,6 +131,14 @@ var passPool = sync.Pool{New: func() any { b := make([]byte, passChunk); return 
 // flush; large ones bypass both buffers (bufio reads into and writes from a caller's slice
 // directly when it is at least as large as the buffer and the buffer is empty).
 func passThrough(dst io.Writer, src *bufio.Reader, n int64) error {
+	if n <= int64(src.Buffered()) {
+		// Already in src's buffer, as the small fields of a streamed Fetch nearly always are:
+		// no chunk, and nothing allocated.
+		b, _ := src.Peek(int(n))
+		_, err := dst.Write(b)
+		_, _ = src.Discard(int(n))
+		return err
+	}
 	bp := passPool.Get().(*[]byte)
 	defer passPool.Put(bp)
 	// Hiding dst's ReadFrom makes io.CopyBuffer use the chunk.

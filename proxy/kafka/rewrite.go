@@ -118,28 +118,6 @@ func responseHeaderLen(key, version int16, frame []byte) (int, error) {
 	return 4 + n, nil
 }
 
-// skipTags returns the length of a tagged-field section at the start of b.
-func skipTags(b []byte) (int, error) {
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, malformed("bad tag count")
-	}
-	off := n
-	for i := uint64(0); i < count; i++ {
-		_, n := binary.Uvarint(b[off:])
-		if n <= 0 {
-			return 0, malformed("bad tag key")
-		}
-		off += n
-		size, n := binary.Uvarint(b[off:])
-		if n <= 0 || size > uint64(len(b)-off-n) {
-			return 0, malformed("bad tag size")
-		}
-		off += n + int(size)
-	}
-	return off, nil
-}
-
 // RewriteResponse rewrites the broker addresses in one response frame (the bytes after the
 // 4-byte size, starting with the correlation id) for a request of key at version. It appends
 // the new frame, without size, to dst and returns it with the number of addresses rewritten.

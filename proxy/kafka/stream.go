@@ -166,28 +166,14 @@ type tag struct {
 }
 
 func parseTags(b []byte) ([]tag, error) {
-	count, n := binary.Uvarint(b)
-	if n <= 0 || count > uint64(len(b)) {
-		return nil, malformed("bad tag count")
+	s := scanner{b: b}
+	var tags []tag
+	s.eachTag(func(key uint64, data []byte) { tags = append(tags, tag{key: key, data: data}) })
+	if s.err != nil {
+		return nil, malformed("bad tagged-field section")
 	}
-	off := n
-	tags := make([]tag, 0, count)
-	for i := uint64(0); i < count; i++ {
-		key, n := binary.Uvarint(b[off:])
-		if n <= 0 {
-			return nil, malformed("bad tag key")
-		}
-		off += n
-		size, n := binary.Uvarint(b[off:])
-		if n <= 0 || size > uint64(len(b)-off-n) {
-			return nil, malformed("bad tag size")
-		}
-		off += n
-		tags = append(tags, tag{key: key, data: b[off : off+int(size)]})
-		off += int(size)
-	}
-	if off != len(b) {
-		return nil, malformed("%d bytes after the tagged fields", len(b)-off)
+	if s.off != len(b) {
+		return nil, malformed("%d bytes after the tagged fields", len(b)-s.off)
 	}
 	return tags, nil
 }
