@@ -383,7 +383,7 @@ func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
 	}
 	key := m.GetNamespace() + "/" + m.GetName()
 	keys := c.gatewaysByIndex(indexGatewaySecret, key)
-	keys = append(keys, c.generatedKind(gateway.KindSecret)(obj)...)
+	keys = append(keys, c.ownerOrWaiting(gateway.KindSecret, obj)...)
 	if objs, err := c.filterIdx.ByIndex(indexFilterSecret, key); err == nil {
 		for _, f := range objs {
 			if fm, err := meta.Accessor(f); err == nil {
@@ -404,7 +404,7 @@ func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
 	if err != nil {
 		return nil
 	}
-	keys := c.generatedKind(gateway.KindService)(obj)
+	keys := c.ownerOrWaiting(gateway.KindService, obj)
 	return append(keys, c.routesByIndex(indexRouteBackend, m.GetNamespace()+"/"+m.GetName())...)
 }
 

@@ -68,11 +68,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			snap.Foreign = foreign
 			res = gateway.Translate(snap)
 		}
-		held := make([]heldName, 0, len(foreign))
-		for _, k := range foreign {
-			held = append(held, heldName{k.Kind, gw.Namespace, k.Name})
-		}
-		c.waiters.set(key, held)
+		c.waiters.set(key, foreign)
 	}
 	if !res.Hold {
 		if err := c.apply(ctx, gw, res); err != nil {

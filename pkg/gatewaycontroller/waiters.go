@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gateway"
 )
 
 // heldName is a name in a namespace that a gateway wants for a generated object of some kind.
@@ -27,8 +28,13 @@ func newNameWaiters() *nameWaiters {
 	return &nameWaiters{byName: map[heldName]map[cache.ObjectName]bool{}, byGateway: map[cache.ObjectName][]heldName{}}
 }
 
-// set replaces the names a gateway waits for; none forgets the gateway.
-func (w *nameWaiters) set(gw cache.ObjectName, names []heldName) {
+// set replaces the names, in the gateway's namespace, that a gateway waits for; none forgets
+// the gateway.
+func (w *nameWaiters) set(gw cache.ObjectName, keys []gateway.ObjectKey) {
+	names := make([]heldName, 0, len(keys))
+	for _, k := range keys {
+		names = append(names, heldName{k.Kind, gw.Namespace, k.Name})
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, n := range w.byGateway[gw] {
@@ -62,11 +68,13 @@ func (w *nameWaiters) waiting(n heldName) []cache.ObjectName {
 // generatedKind maps an object of a kind the gateway generates to its owning gateway and to the
 // gateways waiting for its name.
 func (c *Controller) generatedKind(kind string) controller.MapFunc {
-	return func(obj any) []cache.ObjectName {
-		keys := ownerGateway(obj)
-		if m, err := meta.Accessor(unwrap(obj)); err == nil {
-			keys = append(keys, c.waiters.waiting(heldName{kind, m.GetNamespace(), m.GetName()})...)
-		}
-		return keys
+	return func(obj any) []cache.ObjectName { return c.ownerOrWaiting(kind, obj) }
+}
+
+func (c *Controller) ownerOrWaiting(kind string, obj any) []cache.ObjectName {
+	keys := ownerGateway(obj)
+	if m, err := meta.Accessor(unwrap(obj)); err == nil {
+		keys = append(keys, c.waiters.waiting(heldName{kind, m.GetNamespace(), m.GetName()})...)
 	}
+	return keys
 }

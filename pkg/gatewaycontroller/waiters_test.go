@@ -6,14 +6,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kafkalink/kafkalink/pkg/gateway"
 )
 
 func TestNameWaiters(t *testing.T) {
 	c := &Controller{waiters: newNameWaiters()}
 	gw1, gw2 := cache.ObjectName{Namespace: "ns", Name: "gw1"}, cache.ObjectName{Namespace: "ns", Name: "gw2"}
-	cm := heldName{"ConfigMap", "ns", "taken"}
-	c.waiters.set(gw1, []heldName{cm})
-	c.waiters.set(gw2, []heldName{cm, {"Service", "ns", "svc"}})
+	c.waiters.set(gw1, []gateway.ObjectKey{{Kind: "ConfigMap", Name: "taken"}})
+	c.waiters.set(gw2, []gateway.ObjectKey{{Kind: "ConfigMap", Name: "taken"}, {Kind: "Service", Name: "svc"}})
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "taken"}}
 
 	if got := c.generatedKind("ConfigMap")(holder); len(got) != 2 {
