@@ -33,6 +33,8 @@ type Options struct {
 	// "1.2.0" (serves kafka.strimzi.io/v1, the default) or "0.45.0" (serves v1beta2). "none"
 	// installs no Strimzi CRDs, to test an operator that starts before them.
 	StrimziVersion string
+	// WithoutGatewayAPI installs no Gateway API CRDs, as on a cluster that has Strimzi only.
+	WithoutGatewayAPI bool
 	// ExtraCRDFiles are more CRD YAML files to install.
 	ExtraCRDFiles []string
 	// WithoutControllerManager skips kube-controller-manager, for tests that need no garbage
@@ -162,7 +164,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	// CRDs first: kube-controller-manager's garbage collector discovers resources at start and
 	// then only every 30 s, so CRDs installed after it would delay collecting their objects.
-	crds, err := defaultCRDFiles(opts.StrimziVersion)
+	crds, err := defaultCRDFiles(opts.StrimziVersion, !opts.WithoutGatewayAPI)
 	if err != nil {
 		return nil, err
 	}

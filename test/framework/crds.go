@@ -54,8 +54,9 @@ func ModuleDir(module string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// defaultCRDFiles lists our CRDs, the chosen Strimzi release's and Gateway API's standard channel.
-func defaultCRDFiles(strimziVersion string) ([]string, error) {
+// defaultCRDFiles lists our CRDs, the chosen Strimzi release's and, when gatewayAPI is set,
+// Gateway API's standard channel.
+func defaultCRDFiles(strimziVersion string, gatewayAPI bool) ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -77,6 +78,9 @@ func defaultCRDFiles(strimziVersion string) ([]string, error) {
 			return nil, fmt.Errorf("no Strimzi %s CRDs under %s", strimziVersion, shared)
 		}
 		files = append(files, strimzi...)
+	}
+	if !gatewayAPI {
+		return files, nil
 	}
 	gw, err := GatewayAPICRDFiles()
 	if err != nil {
