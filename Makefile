@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 INTEGRATION_FLAGS ?= -p 1 -timeout 40m
 VERSION ?= dev
 
-.PHONY: all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
+.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
 
 all: build
 
@@ -46,11 +46,16 @@ image: ## OCI images of the operator and the proxy (static binaries, empty base,
 	    -out ../../_output/images/$$cmd -tarball ../../_output/images/$$cmd.tar) || exit 1; \
 	done
 
-verify: ## Fail when generated code is stale or Go files are not gofmt'ed.
+verify: ## Fail when generated code is stale, go.mod untidy, Go files not gofmt'ed, or a known vulnerability is reachable.
 	bash hack/verify-codegen.sh
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	bash hack/vulncheck.sh
 	@OUTPUT=$$(mktemp) bash -c 'bash hack/update-manifests.sh && diff -q "$$OUTPUT" manifests/install.yaml >/dev/null || { echo "manifests/install.yaml is stale: run make manifests"; rm -f "$$OUTPUT"; exit 1; }; rm -f "$$OUTPUT"'
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^generated/')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+vulncheck: ## govulncheck on every package (says so and passes when its database is unreachable).
+	bash hack/vulncheck.sh
 
 lint: ## go vet.
 	$(GO) vet ./...
