@@ -165,6 +165,7 @@ spec:
 	if d, err := e.kube.AppsV1().Deployments(nsApps).Get(e.ctx, "orders", metav1.GetOptions{}); err != nil || len(d.Spec.Template.Spec.Volumes) > 0 {
 		t.Fatalf("without kafkalink's role the Deployment has volumes %v (%v)", d.Spec.Template.Spec.Volumes, err)
 	}
+	t.Logf("without kafkalink-servicebinding: ServiceAvailable=False ServiceForbidden, Ready=False, nothing projected")
 
 	// With the role: the aggregated role gains the rule, and the binding is resolved. The
 	// reconciler does not retry a forbidden service by itself until its resync, so the
@@ -179,6 +180,7 @@ spec:
 		status, _, detail := condition("Ready")
 		return status == "True", detail
 	})
+	t.Logf("with kafkalink-servicebinding aggregated into %s: Ready=True", sbAggregateRole)
 
 	var d *appsv1.Deployment
 	e.eventually("the binding to be projected into the Deployment", func() (bool, string) {
