@@ -2,32 +2,53 @@ package e2e_test
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/test/framework"
 )
 
-// serviceBindingRuntimeVersion is the github.com/servicebinding/runtime release whose CRDs and
-// reconciler the test uses; test/servicebinding/go.mod pins the same one.
+// serviceBindingRuntimeVersion is the github.com/servicebinding/runtime release whose CRDs, RBAC
+// and reconciler the test uses; test/servicebinding/go.mod pins the same one. v0.7.0 is the
+// newest release that builds from the Go module proxy: v0.8.0 and later (v1.0.0, which serves
+// servicebinding.io/v1, among them) need reconciler.io/runtime, which the proxy does not serve.
 const serviceBindingRuntimeVersion = "v0.7.0"
+
+// The Service Binding runtime's ServiceAccount and aggregated ClusterRole, as its release
+// bundle (config/servicebinding-runtime.yaml) names them.
+const (
+	sbNamespace      = "servicebinding-system"
+	sbServiceAccount = "servicebinding-controller-manager"
+	sbAggregateRole  = "servicebinding-aggregate-role"
+)
 
 // TestServiceBindingProjectsTheBinding runs the Service Binding specification's reference
 // reconciler (github.com/servicebinding/runtime, from the test-only module test/servicebinding)
-// beside the kafkalink operator: a ServiceBinding naming a KafkaConnection must project the
-// binding Secret into a Deployment's pod template, with the volume, mount and environment the
-// specification describes.
+// beside the kafkalink operator, under the runtime's own ServiceAccount and the RBAC of its
+// release, never as admin: that RBAC aggregates every ClusterRole labelled
+// servicebinding.io/controller=true, and kafkalink ships one (manifests/rbac/servicebinding.yaml)
+// that lets it read KafkaConnections. Without that role the ServiceBinding reports
+// ServiceForbidden and nothing is projected; with it, a ServiceBinding naming a KafkaConnection
+// projects the binding Secret into a Deployment's pod template, with the volume, mount and
+// environment the specification describes.
 func TestServiceBindingProjectsTheBinding(t *testing.T) {
 	e := newEnv(t)
 	runtimeDir, err := framework.DownloadModule("github.com/servicebinding/runtime", serviceBindingRuntimeVersion)
@@ -42,13 +63,31 @@ func TestServiceBindingProjectsTheBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime's released RBAC: its ServiceAccount, roles and bindings, exactly as released.
+	rbacFile := filepath.Join(e.work, "servicebinding-rbac.yaml")
+	if err := releasedRBAC(filepath.Join(runtimeDir, "config", "servicebinding-runtime.yaml"), rbacFile); err != nil {
+		t.Fatal(err)
+	}
+	e.kubectl("apply", "-f", rbacFile)
+	sbKubeconfig, sbConfig, err := e.cp.ServiceAccountKubeconfig(e.ctx, sbNamespace, sbServiceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbUser := framework.ServiceAccountUser(sbNamespace, sbServiceAccount)
+
+	// First without kafkalink's role for Service Binding implementations (newEnv applied all of
+	// manifests/rbac): the aggregated role must lose the KafkaConnection rule.
+	kafkalinkRole := filepath.Join(root, "manifests", "rbac", "servicebinding.yaml")
+	e.kubectl("delete", "-f", kafkalinkRole)
+	e.waitAggregated(false)
+
 	reconciler := filepath.Join(e.work, "servicebinding")
 	build := exec.Command("go", "build", "-o", reconciler, ".")
 	build.Dir = filepath.Join(root, "test", "servicebinding")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the ServiceBinding reconciler: %v\n%s", err, out)
 	}
-	p, err := framework.StartProcess(e.work, "servicebinding", reconciler, "--kubeconfig="+e.cp.Kubeconfig)
+	p, err := framework.StartProcess(e.work, "servicebinding", reconciler, "--kubeconfig="+sbKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,20 +141,46 @@ spec:
 	e.waitBound(directConn)
 
 	sbGVR := schema.GroupVersionResource{Group: "servicebinding.io", Version: "v1beta1", Resource: "servicebindings"}
-	e.eventually("the ServiceBinding to be Ready", func() (bool, string) {
+	condition := func(typ string) (status, reason, detail string) {
 		sb, err := e.dyn.Resource(sbGVR).Namespace(nsApps).Get(e.ctx, "orders-kafka", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return "", "", err.Error()
 		}
 		conds, _, _ := unstructured.NestedSlice(sb.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
-			if m["type"] == "Ready" {
-				return m["status"] == "True", fmt.Sprintf("%v: %v (reconciler log: %s)", m["reason"], m["message"], lastLines(p.Log(), 5))
+			if m["type"] == typ {
+				status, _ = m["status"].(string)
+				reason, _ = m["reason"].(string)
+				return status, reason, fmt.Sprintf("%s %s: %v: %v (reconciler log: %s)", typ, status, reason, m["message"], lastLines(p.Log(), 5))
 			}
 		}
-		return false, "no Ready condition; reconciler log: " + lastLines(p.Log(), 5)
+		return "", "", "no " + typ + " condition; reconciler log: " + lastLines(p.Log(), 5)
+	}
+	e.eventually("the ServiceBinding to report ServiceForbidden without kafkalink's role", func() (bool, string) {
+		status, reason, detail := condition("ServiceAvailable")
+		ready, _, readyDetail := condition("Ready")
+		return status == "False" && reason == "ServiceForbidden" && ready == "False", detail + "; " + readyDetail
 	})
+	if d, err := e.kube.AppsV1().Deployments(nsApps).Get(e.ctx, "orders", metav1.GetOptions{}); err != nil || len(d.Spec.Template.Spec.Volumes) > 0 {
+		t.Fatalf("without kafkalink's role the Deployment has volumes %v (%v)", d.Spec.Template.Spec.Volumes, err)
+	}
+	t.Logf("without kafkalink-servicebinding: ServiceAvailable=False ServiceForbidden, Ready=False, nothing projected")
+
+	// With the role: the aggregated role gains the rule, and the binding is resolved. The
+	// reconciler does not retry a forbidden service by itself until its resync, so the
+	// ServiceBinding is touched, as a user would after installing kafkalink.
+	e.kubectl("apply", "-f", kafkalinkRole)
+	e.waitAggregated(true)
+	if _, err := e.dyn.Resource(sbGVR).Namespace(nsApps).Patch(e.ctx, "orders-kafka", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"test.kafkalink.io/retry":"rbac"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the ServiceBinding to be Ready", func() (bool, string) {
+		status, _, detail := condition("Ready")
+		return status == "True", detail
+	})
+	t.Logf("with kafkalink-servicebinding aggregated into %s: Ready=True", sbAggregateRole)
 
 	var d *appsv1.Deployment
 	e.eventually("the binding to be projected into the Deployment", func() (bool, string) {
@@ -182,6 +247,85 @@ spec:
 	if kc.Status.Binding == nil || kc.Status.Binding.Name != directConn || meta.FindStatusCondition(kc.Status.Conditions, "Ready") == nil {
 		t.Errorf("KafkaConnection status %+v does not name the binding Secret", kc.Status)
 	}
+
+	// The runtime's identity patched the Deployment, and needs no access to Secrets.
+	writes, err := e.cp.Writes(sbUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(writes, func(w framework.AuditEvent) bool {
+		return (w.Verb == "update" || w.Verb == "patch") && w.ResponseStatus.Code < 300 &&
+			strings.Contains(w.RequestURI, "/namespaces/"+nsApps+"/deployments/orders")
+	}) {
+		t.Errorf("no Deployment write by %s in the audit log: %+v", sbUser, writes)
+	}
+	sbKube, err := kubernetes.NewForConfig(sbConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sbKube.CoreV1().Secrets(nsApps).Get(e.ctx, directConn, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the Service Binding runtime's identity reads the binding Secret (err %v); it should need no Secret access", err)
+	}
+}
+
+// releasedRBAC writes the ServiceAccount, roles and bindings (and their Namespace) of a Service
+// Binding runtime release bundle to out, leaving out its CRDs, Deployment and webhooks.
+func releasedRBAC(bundle, out string) error {
+	data, err := os.ReadFile(bundle)
+	if err != nil {
+		return err
+	}
+	kindRE := regexp.MustCompile(`(?m)^kind: (\w+)\s*$`)
+	var docs []string
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		m := kindRE.FindStringSubmatch(doc)
+		if m == nil {
+			continue
+		}
+		switch m[1] {
+		case "Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding":
+			docs = append(docs, strings.TrimSpace(doc))
+		}
+	}
+	if len(docs) < 5 {
+		return fmt.Errorf("%s: only %d RBAC documents", bundle, len(docs))
+	}
+	return os.WriteFile(out, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o600)
+}
+
+// waitAggregated waits until the Service Binding runtime's aggregated ClusterRole has (or has
+// not) a rule reading KafkaConnections: kube-controller-manager's aggregation controller copies
+// the rules of every ClusterRole labelled servicebinding.io/controller=true into it. It also
+// checks the runtime's identity is allowed (or denied) accordingly.
+func (e *env) waitAggregated(want bool) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("%s to read KafkaConnections: %t", sbAggregateRole, want), func() (bool, string) {
+		role, err := e.kube.RbacV1().ClusterRoles().Get(e.ctx, sbAggregateRole, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		has, workloads := false, false
+		for _, r := range role.Rules {
+			if slices.Contains(r.APIGroups, "kafka.strimzi.io") && slices.Contains(r.Resources, "kafkaconnections") && slices.Contains(r.Verbs, "get") {
+				has = true
+			}
+			if slices.Contains(r.Resources, "deployments") {
+				workloads = true
+			}
+		}
+		if !workloads || has != want {
+			return false, fmt.Sprintf("rules %+v", role.Rules)
+		}
+		sar, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(e.ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               framework.ServiceAccountUser(sbNamespace, sbServiceAccount),
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + sbNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: nsApps, Verb: "get", Group: "kafka.strimzi.io", Resource: "kafkaconnections"},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return sar.Status.Allowed == want, fmt.Sprintf("access review: %+v", sar.Status)
+	})
 }
 
 func lastLines(s string, n int) string {

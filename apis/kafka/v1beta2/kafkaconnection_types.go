@@ -14,6 +14,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=kconn,categories=kafkalink
+// +kubebuilder:metadata:labels="servicebinding.io/provisioned-service=true"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.kafka.name`
 // +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user.name`
 // +kubebuilder:printcolumn:name="Listener",type=string,JSONPath=`.status.listener`
