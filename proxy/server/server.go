@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -63,10 +64,12 @@ type Server struct {
 	mgmt      *http.Server
 	mgmtAddr  net.Addr
 
-	connCount atomic.Int32
-	ready     atomic.Bool
-	draining  atomic.Bool
-	wg        sync.WaitGroup
+	connCount  atomic.Int32
+	sources    sourceCounts
+	handshakes tokenBucket
+	ready      atomic.Bool
+	draining   atomic.Bool
+	wg         sync.WaitGroup
 }
 
 // listenerRT is a bound listener and its current routing snapshot.
@@ -384,18 +387,50 @@ func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nod
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		lim := s.limits.Load()
-		if s.connCount.Add(1) > lim.MaxConnections || s.draining.Load() {
-			s.connCount.Add(-1)
-			s.Metrics.ConnectionLimit.Inc()
+		src := sourceOf(c.RemoteAddr())
+		if reason := s.admit(rt, src); reason != "" {
+			s.Metrics.Refusals.WithLabelValues(reason).Inc()
+			if reason == refusedMaxConnections {
+				s.Metrics.ConnectionLimit.Inc()
+			}
 			c.Close()
 			continue
 		}
 		go func() {
 			defer s.connCount.Add(-1)
+			defer s.sources.release(src)
+			defer func() {
+				if r := recover(); r != nil {
+					s.recovered(logger, r, func() { c.Close() })
+				}
+			}()
 			s.handle(ctx, rt, c, nodeID)
 		}()
 	}
+}
+
+// admit counts a new connection from src, or returns why it is refused: the proxy drains, or
+// limits.maxConnections, limits.maxConnectionsPerSource or (on TLS listeners)
+// limits.handshakesPerSecond is reached. Refusing costs no goroutine and no handshake.
+func (s *Server) admit(rt *listenerRT, src netip.Addr) string {
+	lim := s.limits.Load()
+	if s.draining.Load() {
+		return refusedDraining
+	}
+	if s.connCount.Add(1) > lim.MaxConnections {
+		s.connCount.Add(-1)
+		return refusedMaxConnections
+	}
+	if !s.sources.acquire(src, lim.MaxConnectionsPerSource) {
+		s.connCount.Add(-1)
+		return refusedPerSource
+	}
+	if rt.cfg.TLS() && !s.handshakes.allow(time.Now(), lim.HandshakesPerSecond) {
+		s.sources.release(src)
+		s.connCount.Add(-1)
+		return refusedHandshakeRate
+	}
+	return ""
 }
 
 func (s *Server) startManagement(ctx context.Context, m config.Management) error {

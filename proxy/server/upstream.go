@@ -82,7 +82,7 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = lim.UpstreamRetryBudget.Duration
 	op := func() (net.Conn, error) {
-		d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration}
+		d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration, KeepAliveConfig: keepAlive}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
