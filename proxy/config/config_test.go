@@ -276,7 +276,7 @@ func TestResolveTLSOptions(t *testing.T) {
 			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{ecdhe}},
 		},
 		"JSSE SSL_ prefixed names map to TLS_ names (every such suite is insecure, so refused as that, not as unknown)": {
-			opts: map[string]string{OptionEnabledCipherSuites: "SSL_RSA_WITH_3DES_EDE_CBC_SHA,TLS_EMPTY_RENEGOTIATION_INFO_SCSV"},
+			opts:    map[string]string{OptionEnabledCipherSuites: "SSL_RSA_WITH_3DES_EDE_CBC_SHA,TLS_EMPTY_RENEGOTIATION_INFO_SCSV"},
 			wantErr: `cipher suite "SSL_RSA_WITH_3DES_EDE_CBC_SHA" is insecure`,
 		},
 		"an unknown cipher suite is refused": {
