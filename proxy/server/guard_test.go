@@ -260,3 +260,58 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 		t.Error("no bytes relayed")
 	}
 }
+
+// TestBrokenKeyMaterialIsIsolated: a key pair and a virtual cluster whose files do not parse
+// are left out (with a metric), the rest is served from the start, and a reload that removes a
+// virtual cluster applies although the broken files are still there.
+func TestBrokenKeyMaterialIsIsolated(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPKI(t)
+	kc := fakeKafka(t, nil, "")
+	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	writeAtomic(t, dir+"/bad.crt", []byte("not a certificate"))
+	writeAtomic(t, dir+"/bad.key", []byte("not a key"))
+	writeAtomic(t, dir+"/bad-ca.pem", []byte("not a CA"))
+	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{
+		{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}, {Name: "b", Prefix: "b", Target: kc.ListenAddrs()[0]},
+		{Name: "c", Prefix: "c", Target: kc.ListenAddrs()[0], UpstreamCA: dir + "/bad-ca.pem"}}}
+	withBadPair := func(y string) string {
+		return strings.Replace(y, "virtualClusters:\n", fmt.Sprintf("  - certificateFile: %s/bad.crt\n    privateKeyFile: %s/bad.key\nvirtualClusters:\n", dir, dir), 1)
+	}
+	path := dir + "/proxy.yaml"
+	writeAtomic(t, path, []byte(withBadPair(pc.yaml())))
+	p := startProxy(t, path)
+	serves := func(prefix string) bool {
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: prefix + "-bootstrap.kafka.test", RootCAs: pki.pool})
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		rawRequest(t, c, kmsg.NewPtrApiVersionsRequest(), 1)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err = readFrame(c)
+		return err == nil
+	}
+	if !serves("a") || !serves("b") {
+		t.Fatalf("good virtual clusters not served beside a broken key pair:\n%s", p.logs)
+	}
+	if serves("c") {
+		t.Fatal("a virtual cluster with a broken upstream CA was served")
+	}
+	waitMetric(t, p, `kafkalink_proxy_config_load_errors{kind="certificate",name="tls/keyPairs[1]"}`, func(v float64) bool { return v == 1 })
+	waitMetric(t, p, `kafkalink_proxy_config_load_errors{kind="virtual_cluster",name="c"}`, func(v float64) bool { return v == 1 })
+
+	pc.Clusters = pc.Clusters[:1]
+	writeAtomic(t, path, []byte(withBadPair(pc.yaml())))
+	deadline := time.Now().Add(20 * time.Second)
+	for serves("b") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed virtual cluster is still served:\n%s", p.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !serves("a") {
+		t.Fatal("a is no longer served after the reload")
+	}
+	waitMetric(t, p, `kafkalink_proxy_config_load_errors{kind="virtual_cluster",name="c"}`, func(v float64) bool { return v == -1 })
+}

@@ -59,10 +59,14 @@ type Server struct {
 	listeners map[string]*listenerRT
 	vcs       map[string]*vcState
 	conns     map[*proxyConn]struct{}
-	applied   [32]byte
-	lastBad   [32]byte
-	mgmt      *http.Server
-	mgmtAddr  net.Addr
+	// Last good key material, reused while a later load of the same files fails.
+	lastPairs    map[string]*tls.Certificate
+	lastListener map[string]*snapshot
+	lastUpTLS    map[string]*tls.Config
+	applied      [32]byte
+	lastBad      [32]byte
+	mgmt         *http.Server
+	mgmtAddr     net.Addr
 
 	connCount  atomic.Int32
 	sources    sourceCounts
@@ -231,31 +235,64 @@ func (s *Server) reloadIfChanged(ctx context.Context) {
 	logger.Info("Reloaded configuration and key material", "virtualClusters", len(cfg.VirtualClusters))
 }
 
-// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps
-// the snapshots in, and closes what was removed. Nothing changes when any step fails.
+// loadErr records a part of the configuration that failed to load and is left out (or kept at
+// its last good state): a log line and kafkalink_proxy_config_load_errors{kind,name}=1.
+func (s *Server) loadErr(logger klog.Logger, kind, name string, err error, kept bool) {
+	s.Metrics.LoadErrors.WithLabelValues(kind, name).Set(1)
+	if kept {
+		logger.Error(err, "Failed to load; still serving the last good version", "kind", kind, "name", name)
+		return
+	}
+	logger.Error(err, "Failed to load; left out, the rest is served", "kind", kind, "name", name)
+}
+
+// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps the
+// snapshots in, and closes what was removed. A listener, key pair or virtual cluster whose
+// files or socket fail is left out, or keeps its last good key material, and never stops the
+// rest; removals always apply.
 func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.Metrics.LoadErrors.Reset()
 
 	vcs := map[string]*vcState{}
 	snaps := map[string]*snapshot{}
+	pairs := map[string]*tls.Certificate{}
 	for _, l := range cfg.Listeners {
 		snap := &snapshot{listener: l}
 		if l.TLS() {
+			for i, kp := range l.KeyPairs {
+				c, err := loadKeyPair(kp)
+				if err != nil {
+					c = s.lastPairs[pairKey(kp)]
+					s.loadErr(logger, "certificate", fmt.Sprintf("%s/keyPairs[%d]", l.Name, i), fmt.Errorf("%s: %w", kp.CertificateFile, err), c != nil)
+					if c == nil {
+						continue
+					}
+				}
+				pairs[pairKey(kp)] = c
+				snap.certs = append(snap.certs, c)
+			}
 			var err error
-			if snap.certs, err = loadKeyPairs(l.KeyPairs); err != nil {
-				return fmt.Errorf("listener %s: %w", l.Name, err)
-			}
 			if snap.clientCAs, err = loadPool(l.ClientCAFiles); err != nil {
-				return fmt.Errorf("listener %s: clientCAFiles: %w", l.Name, err)
+				err = fmt.Errorf("clientCAFiles: %w", err)
+			} else if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
+				err = fmt.Errorf("options: %w", err)
 			}
-			if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
-				return fmt.Errorf("listener %s: %w", l.Name, err)
+			if err != nil {
+				// Serving without the client CAs would let anyone in: keep the last good ones, or leave the listener out.
+				prev := s.lastListener[l.Name]
+				s.loadErr(logger, "listener", l.Name, err, prev != nil)
+				if prev == nil {
+					continue
+				}
+				snap.clientCAs, snap.params = prev.clientCAs, prev.params
 			}
 		}
 		snaps[l.Name] = snap
 	}
+	upTLS := map[string]*tls.Config{}
 	for _, vc := range cfg.VirtualClusters {
 		if err := vc.Unservable(); err != nil {
 			logger.Error(err, "Refusing to serve virtual cluster", "virtualCluster", vc.Name)
@@ -263,10 +300,22 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		s.Metrics.Refused.DeleteLabelValues(vc.Name)
+		if snaps[vc.Listener] == nil {
+			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("its listener %s failed to load", vc.Listener), false)
+			continue
+		}
 		up, err := upstreamTLS(vc.UpstreamTLS)
 		if err != nil {
-			return fmt.Errorf("virtual cluster %s: upstreamTLS: %w", vc.Name, err)
+			up = s.lastUpTLS[vc.Name]
+			if vc.UpstreamTLS == nil || up == nil || s.vcs[vc.Name] == nil || s.vcs[vc.Name].target != vc.TargetBootstrap {
+				up = nil
+			}
+			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("upstreamTLS: %w", err), up != nil)
+			if up == nil {
+				continue
+			}
 		}
+		upTLS[vc.Name] = up
 		st := s.vcs[vc.Name]
 		if st == nil || st.target != vc.TargetBootstrap {
 			st = &vcState{name: vc.Name, target: vc.TargetBootstrap, brokers: map[int32]string{}}
@@ -275,23 +324,25 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up})
 	}
 
-	// Bind new or changed listeners before touching anything, so a bind error changes nothing.
+	// Bind new or changed listeners; one that cannot bind is left out.
 	fresh := map[string]*listenerRT{}
 	for _, l := range cfg.Listeners {
+		if snaps[l.Name] == nil {
+			continue
+		}
 		if old := s.listeners[l.Name]; old != nil && sameBinding(old.cfg, l) {
 			continue
 		}
 		rt := &listenerRT{cfg: l}
 		if err := rt.bind(s.listeners[l.Name], s.opts.Listen); err != nil {
-			for _, f := range fresh {
-				f.close()
-			}
-			return fmt.Errorf("listener %s: %w", l.Name, err)
+			s.loadErr(logger, "listener", l.Name, err, false)
+			delete(snaps, l.Name)
+			continue
 		}
 		fresh[l.Name] = rt
 	}
 	for name, old := range s.listeners {
-		if l := cfg.Listener(name); l == nil || fresh[name] != nil {
+		if snaps[name] == nil || fresh[name] != nil {
 			old.close()
 			delete(s.listeners, name)
 		}
@@ -327,6 +378,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	}
 	s.vcs = vcs
 	s.cfg = cfg
+	s.lastPairs, s.lastListener, s.lastUpTLS = pairs, snaps, upTLS
 	lim := cfg.Limits
 	s.limits.Store(&lim)
 	return nil
