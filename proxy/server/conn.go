@@ -127,15 +127,21 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 					if hello.ServerName == "" {
 						reason = "no_sni"
 					}
-					logger.Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
+					if n, ok := s.refusedLog.allow(); ok {
+						logger.Info("Refused TLS handshake: no virtual cluster for this SNI (at most one such line a second; -v=2 logs each with the listener's hosts)",
+							"listener", snap.listener.Name, "sni", hello.ServerName, "remote", c.RemoteAddr().String(), "suppressed", n)
+					}
+					logger.V(2).Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
 						"sni", hello.ServerName, "remote", c.RemoteAddr().String(), "patterns", describe(snap.patterns()))
 					return nil, fmt.Errorf("no virtual cluster for SNI %q", hello.ServerName)
 				}
 				cert := SelectCertificate(snap.certs, hello.ServerName)
 				if cert == nil {
 					reason = "no_certificate"
-					logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
-						"sni", hello.ServerName, "virtualCluster", r.cfg.Name)
+					if n, ok := s.refusedLog.allow(); ok {
+						logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
+							"sni", hello.ServerName, "virtualCluster", r.cfg.Name, "suppressed", n)
+					}
 					return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
 				}
 				cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}

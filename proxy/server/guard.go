@@ -192,3 +192,24 @@ func firstRequestErr(err error) error {
 // keepAlive is the TCP keepalive of client and broker connections: a peer that vanished
 // (a node gone, a NAT entry dropped) is noticed in about a minute of silence.
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 10 * time.Second, Count: 3}
+
+// logLimiter lets one log line through per second and counts the ones it held back.
+type logLimiter struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether to log now, with the number of lines suppressed since the last one.
+func (l *logLimiter) allow() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.last) < time.Second {
+		l.suppressed++
+		return 0, false
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return n, true
+}

@@ -315,3 +315,56 @@ func TestBrokenKeyMaterialIsIsolated(t *testing.T) {
 	}
 	waitMetric(t, p, `kafkalink_proxy_config_load_errors{kind="virtual_cluster",name="c"}`, func(v float64) bool { return v == -1 })
 }
+
+// TestUnknownBrokerIsDiscoveredOnce: many connections for a node id the cluster does not have
+// cost one Metadata request to the target, not one each.
+func TestUnknownBrokerIsDiscoveredOnce(t *testing.T) {
+	dir := t.TempDir()
+	pki := newPKI(t)
+	kc := fakeKafka(t, nil, "")
+	var metadata atomic.Int32
+	kc.ControlKey(int16(3), func(kmsg.Request) (kmsg.Response, error, bool) {
+		metadata.Add(1)
+		return nil, nil, false
+	})
+	kc.KeepControl()
+	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
+	startProxy(t, writeConfig(t, dir, pc))
+	done := make(chan struct{})
+	for i := range 10 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: "a-broker-7.kafka.test", RootCAs: pki.pool})
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("x")).AppendRequest(nil, kmsg.NewPtrApiVersionsRequest(), int32(i)))
+			closedByProxy(c)
+		}()
+	}
+	for range 10 {
+		<-done
+	}
+	if n := metadata.Load(); n != 1 {
+		t.Fatalf("%d Metadata requests for one unknown broker id, want 1", n)
+	}
+}
+
+// TestRefusedHandshakeLogIsRateLimited: a burst of unknown SNIs logs at most about one Info
+// line a second.
+func TestRefusedHandshakeLogIsRateLimited(t *testing.T) {
+	p, pc, _ := simpleProxy(t, "")
+	start := time.Now()
+	for i := range 30 {
+		if c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: fmt.Sprintf("x%d.kafka.test", i), InsecureSkipVerify: true}); err == nil {
+			c.Close()
+		}
+	}
+	p.logs.waitFor("Refused TLS handshake", `"sni"="x29.kafka.test"`)
+	lines := strings.Count(p.logs.String(), "at most one such line a second")
+	if max := int(time.Since(start)/time.Second) + 2; lines > max || lines == 0 {
+		t.Fatalf("%d Info lines for 30 refused handshakes in %v", lines, time.Since(start))
+	}
+}

@@ -71,6 +71,7 @@ type Server struct {
 	connCount  atomic.Int32
 	sources    sourceCounts
 	handshakes tokenBucket
+	refusedLog logLimiter
 	ready      atomic.Bool
 	draining   atomic.Bool
 	wg         sync.WaitGroup
