@@ -146,6 +146,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 				}
 				cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}
 				snap.params.Apply(cfg)
+				cfg.SetSessionTicketKeys(sessionTicketKeys(snap.ticketSeed, time.Now()))
 				if snap.clientCAs != nil {
 					cfg.ClientCAs = snap.clientCAs
 					cfg.ClientAuth = tls.RequireAndVerifyClientCert

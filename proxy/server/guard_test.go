@@ -368,3 +368,28 @@ func TestRefusedHandshakeLogIsRateLimited(t *testing.T) {
 		t.Fatalf("%d Info lines for 30 refused handshakes in %v", lines, time.Since(start))
 	}
 }
+
+// TestTLSSessionsResume: a client with a session cache resumes its session on the next
+// connection, at TLS 1.3 and 1.2.
+func TestTLSSessionsResume(t *testing.T) {
+	_, pc, pki := simpleProxy(t, "")
+	for _, v := range []uint16{tls.VersionTLS13, tls.VersionTLS12} {
+		cfg := &tls.Config{ServerName: "a-bootstrap.kafka.test", RootCAs: pki.pool, ClientSessionCache: tls.NewLRUClientSessionCache(8), MaxVersion: v}
+		for i := range 2 {
+			c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A round trip lets the client read the TLS 1.3 ticket that follows the handshake.
+			rawRequest(t, c, kmsg.NewPtrApiVersionsRequest(), 1)
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := readFrame(c); err != nil {
+				t.Fatal(err)
+			}
+			if resumed := c.ConnectionState().DidResume; resumed != (i == 1) {
+				t.Errorf("TLS %x connection %d: DidResume = %v", v, i, resumed)
+			}
+			c.Close()
+		}
+	}
+}

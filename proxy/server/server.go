@@ -6,9 +6,11 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -68,6 +70,8 @@ type Server struct {
 	mgmt         *http.Server
 	mgmtAddr     net.Addr
 
+	ticketSecret [32]byte
+
 	connCount  atomic.Int32
 	sources    sourceCounts
 	handshakes tokenBucket
@@ -91,6 +95,8 @@ type snapshot struct {
 	clientCAs *x509.CertPool
 	params    config.TLSParams
 	routes    []*vcRoute
+	// ticketSeed keys this listener's session tickets (see sessionTicketKeys).
+	ticketSeed [32]byte
 }
 
 // vcRoute is one served virtual cluster on a listener.
@@ -134,7 +140,11 @@ func New(opts Options) *Server {
 	if opts.Listen == nil {
 		opts.Listen = net.Listen
 	}
-	return &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+	s := &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+	if _, err := rand.Read(s.ticketSecret[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return s
 }
 
 // Ready reports whether the configuration is loaded and every listener is bound.
@@ -236,6 +246,45 @@ func (s *Server) reloadIfChanged(ctx context.Context) {
 	logger.Info("Reloaded configuration and key material", "virtualClusters", len(cfg.VirtualClusters))
 }
 
+// ticketSeed derives a listener's session ticket seed from the process secret, the listener
+// name and its client CAs: tickets survive reloads, but one listener's tickets never resume a
+// session on another listener, or after its client CAs change (a resumed session skips the
+// client certificate check).
+func (s *Server) ticketSeed(l config.Listener) [32]byte {
+	h := sha256.New()
+	h.Write(s.ticketSecret[:])
+	h.Write([]byte(l.Name))
+	for _, f := range l.ClientCAFiles {
+		b, _ := os.ReadFile(f)
+		h.Write([]byte{0})
+		h.Write(b)
+	}
+	var seed [32]byte
+	copy(seed[:], h.Sum(nil))
+	return seed
+}
+
+// ticketRotation is how long one session ticket key encrypts new tickets; tickets stay valid for
+// one more period.
+const ticketRotation = 24 * time.Hour
+
+// sessionTicketKeys returns the ticket keys of a listener for now: the current period's key
+// first (it encrypts), the previous period's second. Every connection shares them, so sessions
+// resume; a new process starts with a new secret.
+func sessionTicketKeys(seed [32]byte, now time.Time) [][32]byte {
+	period := now.Unix() / int64(ticketRotation/time.Second)
+	keys := make([][32]byte, 2)
+	for i := range keys {
+		h := sha256.New()
+		h.Write(seed[:])
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(period-int64(i)))
+		h.Write(b[:])
+		copy(keys[i][:], h.Sum(nil))
+	}
+	return keys
+}
+
 // loadErr records a part of the configuration that failed to load and is left out (or kept at
 // its last good state): a log line and kafkalink_proxy_config_load_errors{kind,name}=1.
 func (s *Server) loadErr(logger klog.Logger, kind, name string, err error, kept bool) {
@@ -288,7 +337,9 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 				if prev == nil {
 					continue
 				}
-				snap.clientCAs, snap.params = prev.clientCAs, prev.params
+				snap.clientCAs, snap.params, snap.ticketSeed = prev.clientCAs, prev.params, prev.ticketSeed
+			} else {
+				snap.ticketSeed = s.ticketSeed(l)
 			}
 		}
 		snaps[l.Name] = snap
