@@ -393,3 +393,38 @@ func TestTLSSessionsResume(t *testing.T) {
 		}
 	}
 }
+
+// TestFullyQualifiedTargetWithTrailingDot: a target written as a fully qualified name with a
+// trailing dot is dialled, and its TLS certificate verified, by that name.
+func TestFullyQualifiedTargetWithTrailingDot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	pki := newPKI(t)
+	writeAtomic(t, dir+"/ca.crt", pki.pem)
+	kc := fakeKafka(t, pki.issue(t, "kfake", []string{"kafka.kafka.svc.cluster.local"}, []net.IP{net.IPv4(127, 0, 0, 1)}, time.Now().Add(time.Hour)), "")
+	_, port, _ := net.SplitHostPort(kc.ListenAddrs()[0])
+	target := "kafka.kafka.svc.cluster.local.:" + port
+	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
+		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: target, UpstreamCA: dir + "/ca.crt"}}}
+	var dialled atomic.Int32
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if host == "kafka.kafka.svc.cluster.local." {
+			dialled.Add(1)
+			host = "127.0.0.1"
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(host, p))
+	}
+	startProxyWith(t, Options{ConfigPath: writeConfig(t, dir, pc), Dial: dial})
+	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
+	produceConsume(t, ctx, opts, "fqdn", 10)
+	if dialled.Load() == 0 {
+		t.Fatal("the fully qualified target was never dialled")
+	}
+}

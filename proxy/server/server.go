@@ -48,6 +48,9 @@ type Options struct {
 	// Listen binds the Kafka listeners; nil means net.Listen. Tests use it to bind inside
 	// another network namespace.
 	Listen func(network, address string) (net.Listener, error)
+	// Dial opens upstream TCP connections; nil means a net.Dialer with the upstream dial timeout
+	// and keepalive. Tests use it to resolve names without DNS.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Server is a running proxy.

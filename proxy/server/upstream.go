@@ -121,7 +121,7 @@ func upstreamTLS(u *config.UpstreamTLS) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Config{ServerName: u.ServerName, InsecureSkipVerify: u.InsecureSkipVerify} //nolint:gosec // explicit test-only opt-in
+	c := &tls.Config{ServerName: strings.TrimSuffix(u.ServerName, "."), InsecureSkipVerify: u.InsecureSkipVerify} //nolint:gosec // explicit test-only opt-in
 	params.Apply(c)
 	if c.RootCAs, err = loadPool(u.CAFiles); err != nil {
 		return nil, err
@@ -144,8 +144,12 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = lim.UpstreamRetryBudget.Duration
 	op := func() (net.Conn, error) {
-		d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration, KeepAliveConfig: keepAlive}
-		c, err := d.DialContext(ctx, "tcp", addr)
+		dial := s.opts.Dial
+		if dial == nil {
+			d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration, KeepAliveConfig: keepAlive}
+			dial = d.DialContext
+		}
+		c, err := dial(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +162,9 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 		cfg := r.upstreamTLS.Clone()
 		if cfg.ServerName == "" {
 			host, _, _ := net.SplitHostPort(addr)
-			cfg.ServerName = host
+			// Targets are written fully qualified ("kafka.ns.svc.cluster.local."): the dot
+			// belongs to DNS, not to the name sent as SNI and verified in the certificate.
+			cfg.ServerName = strings.TrimSuffix(host, ".")
 		}
 		tc := tls.Client(c, cfg)
 		hctx, cancel := context.WithTimeout(ctx, lim.UpstreamDialTimeout.Duration)
