@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	// The image has no CA bundle: a backend TLS policy without CA refs verifies upstream
+	// brokers against this bundle of Mozilla's roots instead of failing on empty system roots.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/server"

@@ -48,7 +48,18 @@ const (
 	DefaultUpstreamDialTimeout = 10 * time.Second
 	DefaultUpstreamRetryBudget = 30 * time.Second
 	DefaultHandshakeTimeout    = 10 * time.Second
-	DefaultManagementPort      = 9190
+	// DefaultFirstRequestTimeout bounds the time from the end of the TLS handshake (or the
+	// accept, on a plain listener) to the first complete request.
+	DefaultFirstRequestTimeout = 10 * time.Second
+	// DefaultMaxConnectionsPerSource caps concurrent connections from one source IP. Generous,
+	// as many clients can share one address behind NAT.
+	DefaultMaxConnectionsPerSource = 200
+	// DefaultHandshakesPerSecond is the rate of downstream TLS handshakes the proxy starts,
+	// over all listeners; bursts of up to the same number are allowed.
+	DefaultHandshakesPerSecond = 1000
+	// DefaultWriteTimeout bounds one write to a client or broker that does not read.
+	DefaultWriteTimeout   = 30 * time.Second
+	DefaultManagementPort = 9190
 )
 
 // Option keys accepted in Listener.Options and UpstreamTLS.Options. Values are comma-separated
@@ -174,7 +185,9 @@ type Management struct {
 type Limits struct {
 	// MaxFrameBytes is the largest Kafka frame accepted in either direction, default 100 MiB.
 	MaxFrameBytes int32 `json:"maxFrameBytes,omitempty"`
-	// IdleTimeout closes a connection with no traffic in either direction for this long.
+	// IdleTimeout closes a connection whose client sent no request for this long, default 10m
+	// (Kafka's connections.max.idle.ms). Responses still flowing to the client do not keep it
+	// open; a client or broker that stops reading is closed by WriteTimeout instead.
 	IdleTimeout Duration `json:"idleTimeout,omitempty"`
 	// MaxConnections caps concurrent client connections over all listeners.
 	MaxConnections int32 `json:"maxConnections,omitempty"`
@@ -186,6 +199,20 @@ type Limits struct {
 	UpstreamRetryBudget Duration `json:"upstreamRetryBudget,omitempty"`
 	// HandshakeTimeout bounds the downstream TLS handshake.
 	HandshakeTimeout Duration `json:"handshakeTimeout,omitempty"`
+	// FirstRequestTimeout closes a connection whose client has not sent a complete first
+	// request this long after the TLS handshake (after the accept on a plain listener),
+	// default 10s. The proxy dials the broker only once that request is in.
+	FirstRequestTimeout Duration `json:"firstRequestTimeout,omitempty"`
+	// MaxConnectionsPerSource caps concurrent client connections from one source IP address,
+	// default 200. Clients behind one NAT share an address: raise it for large NATed fleets.
+	MaxConnectionsPerSource int32 `json:"maxConnectionsPerSource,omitempty"`
+	// HandshakesPerSecond caps the downstream TLS handshakes started per second over all
+	// listeners (a token bucket with a burst of the same size), default 1000. Connections
+	// above it are closed at once.
+	HandshakesPerSecond int32 `json:"handshakesPerSecond,omitempty"`
+	// WriteTimeout closes a connection when one write to the client or to the broker does not
+	// complete within it (a peer that stopped reading), default 30s.
+	WriteTimeout Duration `json:"writeTimeout,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s", "10m").
@@ -281,6 +308,18 @@ func (c *Config) Default() {
 	}
 	if l.HandshakeTimeout.Duration == 0 {
 		l.HandshakeTimeout.Duration = DefaultHandshakeTimeout
+	}
+	if l.FirstRequestTimeout.Duration == 0 {
+		l.FirstRequestTimeout.Duration = DefaultFirstRequestTimeout
+	}
+	if l.MaxConnectionsPerSource == 0 {
+		l.MaxConnectionsPerSource = DefaultMaxConnectionsPerSource
+	}
+	if l.HandshakesPerSecond == 0 {
+		l.HandshakesPerSecond = DefaultHandshakesPerSecond
+	}
+	if l.WriteTimeout.Duration == 0 {
+		l.WriteTimeout.Duration = DefaultWriteTimeout
 	}
 	if c.Management.Port == 0 {
 		c.Management.Port = DefaultManagementPort
@@ -608,10 +647,17 @@ func (c *Config) Validate() error {
 	if lim.MaxConnections < 1 {
 		errs.add("limits.maxConnections", "must be positive")
 	}
+	if lim.MaxConnectionsPerSource < 0 {
+		errs.add("limits.maxConnectionsPerSource", "must not be negative")
+	}
+	if lim.HandshakesPerSecond < 0 {
+		errs.add("limits.handshakesPerSecond", "must not be negative")
+	}
 	for path, d := range map[string]time.Duration{
 		"limits.idleTimeout": lim.IdleTimeout.Duration, "limits.drainTimeout": lim.DrainTimeout.Duration,
 		"limits.upstreamDialTimeout": lim.UpstreamDialTimeout.Duration, "limits.upstreamRetryBudget": lim.UpstreamRetryBudget.Duration,
-		"limits.handshakeTimeout": lim.HandshakeTimeout.Duration,
+		"limits.handshakeTimeout": lim.HandshakeTimeout.Duration, "limits.firstRequestTimeout": lim.FirstRequestTimeout.Duration,
+		"limits.writeTimeout": lim.WriteTimeout.Duration,
 	} {
 		if d < 0 {
 			errs.add(path, "must not be negative")

@@ -176,6 +176,23 @@ func TestValidate(t *testing.T) {
 		"a management port clash fails": {
 			mutate: func(c *Config) { c.Management.Port = 9292 }, wantErr: "management.port: port 9292 already used",
 		},
+		"a negative per-source limit fails": {
+			mutate: func(c *Config) { c.Limits.MaxConnectionsPerSource = -1 }, wantErr: "limits.maxConnectionsPerSource",
+		},
+		"a negative handshake rate fails": {
+			mutate: func(c *Config) { c.Limits.HandshakesPerSecond = -1 }, wantErr: "limits.handshakesPerSecond",
+		},
+		"a negative first request timeout fails": {
+			mutate: func(c *Config) { c.Limits.FirstRequestTimeout.Duration = -time.Second }, wantErr: "limits.firstRequestTimeout",
+		},
+		"a negative write timeout fails": {
+			mutate: func(c *Config) { c.Limits.WriteTimeout.Duration = -time.Second }, wantErr: "limits.writeTimeout",
+		},
+		"an insecure listener cipher fails": {
+			mutate: func(c *Config) {
+				c.Listeners[0].Options = map[string]string{OptionEnabledCipherSuites: "TLS_RSA_WITH_RC4_128_SHA"}
+			}, wantErr: "is insecure",
+		},
 		"a small frame limit fails": {
 			mutate: func(c *Config) { c.Limits.MaxFrameBytes = 10 }, wantErr: "limits.maxFrameBytes",
 		},
@@ -229,6 +246,12 @@ func TestResolveTLSOptions(t *testing.T) {
 		"an unknown protocol is refused": {
 			opts: map[string]string{OptionDisabledProtocols: "TLS1.2"}, wantErr: `unknown protocol "TLS1.2"`,
 		},
+		"an insecure suite (3DES) is refused": {
+			opts: map[string]string{OptionEnabledCipherSuites: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA"}, wantErr: "is insecure",
+		},
+		"an insecure suite (RC4, JSSE spelling) is refused": {
+			opts: map[string]string{OptionEnabledCipherSuites: "SSL_RSA_WITH_RC4_128_SHA"}, wantErr: "is insecure",
+		},
 		"only TLS 1.2 suites enabled turns TLS 1.3 off as JSSE does": {
 			opts: map[string]string{OptionEnabledCipherSuites: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
 			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{ecdhe}},
@@ -252,9 +275,9 @@ func TestResolveTLSOptions(t *testing.T) {
 				OptionEnabledCipherSuites: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
 			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{ecdhe}},
 		},
-		"JSSE SSL_ prefixed names map to TLS_ names": {
-			opts: map[string]string{OptionEnabledCipherSuites: "SSL_RSA_WITH_3DES_EDE_CBC_SHA,TLS_EMPTY_RENEGOTIATION_INFO_SCSV"},
-			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_RSA_WITH_3DES_EDE_CBC_SHA}},
+		"JSSE SSL_ prefixed names map to TLS_ names (every such suite is insecure, so refused as that, not as unknown)": {
+			opts:    map[string]string{OptionEnabledCipherSuites: "SSL_RSA_WITH_3DES_EDE_CBC_SHA,TLS_EMPTY_RENEGOTIATION_INFO_SCSV"},
+			wantErr: `cipher suite "SSL_RSA_WITH_3DES_EDE_CBC_SHA" is insecure`,
 		},
 		"an unknown cipher suite is refused": {
 			opts: map[string]string{OptionEnabledCipherSuites: "TLS_NOPE"}, wantErr: `unknown cipher suite "TLS_NOPE"`,

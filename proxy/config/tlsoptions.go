@@ -121,6 +121,9 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 			if !ok {
 				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionEnabledCipherSuites, n)
 			}
+			if cs.Insecure {
+				return TLSParams{}, fmt.Errorf("%s: cipher suite %q is insecure (RC4, 3DES, CBC-SHA256 or no forward secrecy; Go's tls.InsecureCipherSuites) and cannot be enabled", OptionEnabledCipherSuites, n)
+			}
 			if supports(cs, tls.VersionTLS13) {
 				seen13[cs.ID] = true
 				continue

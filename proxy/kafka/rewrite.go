@@ -254,9 +254,14 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 	}
 	off := 8
 	// Request header v1 and v2 both carry client_id as a classic nullable string.
+	// Every length read below is compared with the bytes left before off moves, so off stays
+	// within 0..len(frame) whatever the lengths say (a uvarint length can be up to 2^64-1).
 	cl := int16(binary.BigEndian.Uint16(frame[off:]))
 	off += 2
 	if cl > 0 {
+		if int(cl) > len(frame)-off {
+			return 0, false, nil
+		}
 		off += int(cl)
 	} else if cl < -1 {
 		return 0, false, malformed("negative client id length")
@@ -287,6 +292,10 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 			}
 			off += n
 			if l > 0 {
+				if l-1 > uint64(len(frame)-off) {
+					// Longer than the bytes given: acks lies beyond them, or nowhere.
+					return 0, false, nil
+				}
 				off += int(l - 1)
 			}
 		} else {
@@ -296,13 +305,16 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 			l := int16(binary.BigEndian.Uint16(frame[off:]))
 			off += 2
 			if l > 0 {
+				if int(l) > len(frame)-off {
+					return 0, false, nil
+				}
 				off += int(l)
 			} else if l < -1 {
 				return 0, false, malformed("negative transactional id length")
 			}
 		}
 	}
-	if off < 0 || off+2 > len(frame) {
+	if off < 0 || off > len(frame)-2 {
 		return 0, false, nil
 	}
 	return int16(binary.BigEndian.Uint16(frame[off:])), true, nil

@@ -10,23 +10,22 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
-// loadKeyPairs reads every key pair of a listener and parses its leaf certificate.
-func loadKeyPairs(pairs []config.KeyPair) ([]*tls.Certificate, error) {
-	out := make([]*tls.Certificate, 0, len(pairs))
-	for i, kp := range pairs {
-		c, err := tls.LoadX509KeyPair(kp.CertificateFile, kp.PrivateKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("keyPairs[%d] (%s): %w", i, kp.CertificateFile, err)
-		}
-		if c.Leaf == nil {
-			if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
-				return nil, fmt.Errorf("keyPairs[%d] (%s): %w", i, kp.CertificateFile, err)
-			}
-		}
-		out = append(out, &c)
+// loadKeyPair reads one key pair and parses its leaf certificate.
+func loadKeyPair(kp config.KeyPair) (*tls.Certificate, error) {
+	c, err := tls.LoadX509KeyPair(kp.CertificateFile, kp.PrivateKeyFile)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	if c.Leaf == nil {
+		if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
 }
+
+// pairKey identifies a key pair by its files.
+func pairKey(kp config.KeyPair) string { return kp.CertificateFile + "\x00" + kp.PrivateKeyFile }
 
 // loadPool reads PEM CA bundles into one pool.
 func loadPool(files []string) (*x509.CertPool, error) {

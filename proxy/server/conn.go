@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +45,9 @@ type proxyConn struct {
 // beforeRead refreshes the idle deadline before the proxy waits for the next request, and
 // stops reading requests once the proxy drains.
 func (pc *proxyConn) beforeRead() error {
+	if h := panicHook.Load(); h != nil {
+		(*h)("requests")
+	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.draining {
@@ -106,6 +111,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	lim := *s.limits.Load()
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAliveConfig(keepAlive)
 	}
 	var route *vcRoute
 	nodeID := plainNodeID
@@ -121,19 +127,26 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 					if hello.ServerName == "" {
 						reason = "no_sni"
 					}
-					logger.Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
+					if n, ok := s.refusedLog.allow(); ok {
+						logger.Info("Refused TLS handshake: no virtual cluster for this SNI (at most one such line a second; -v=2 logs each with the listener's hosts)",
+							"listener", snap.listener.Name, "sni", hello.ServerName, "remote", c.RemoteAddr().String(), "suppressed", n)
+					}
+					logger.V(2).Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
 						"sni", hello.ServerName, "remote", c.RemoteAddr().String(), "patterns", describe(snap.patterns()))
 					return nil, fmt.Errorf("no virtual cluster for SNI %q", hello.ServerName)
 				}
 				cert := SelectCertificate(snap.certs, hello.ServerName)
 				if cert == nil {
 					reason = "no_certificate"
-					logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
-						"sni", hello.ServerName, "virtualCluster", r.cfg.Name)
+					if n, ok := s.refusedLog.allow(); ok {
+						logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
+							"sni", hello.ServerName, "virtualCluster", r.cfg.Name, "suppressed", n)
+					}
 					return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
 				}
 				cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}
 				snap.params.Apply(cfg)
+				cfg.SetSessionTicketKeys(sessionTicketKeys(snap.ticketSeed, time.Now()))
 				if snap.clientCAs != nil {
 					cfg.ClientCAs = snap.clientCAs
 					cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -168,6 +181,24 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 
 	vc := route.cfg.Name
 	logger = klog.LoggerWithValues(logger, "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
+	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
+	// Nothing is spent on a connection (no upstream dial, no relay buffers) before its client has
+	// sent a whole first request within limits.firstRequestTimeout.
+	first, err := readFirstRequest(client, cc, lim.FirstRequestTimeout.Duration, lim.MaxFrameBytes)
+	if err != nil {
+		switch {
+		case errors.Is(err, errFirstRequestTimeout):
+			s.Metrics.Refusals.WithLabelValues(refusedFirstRequest).Inc()
+			logger.V(2).Info("Closing connection: no complete first request in time", "timeout", lim.FirstRequestTimeout.Duration)
+		case errors.Is(err, kafka.ErrMalformed):
+			s.Metrics.MalformedFrames.WithLabelValues(vc).Inc()
+			logger.Info("Closed connection on a malformed frame", "err", err)
+		default:
+			logger.V(2).Info("Connection closed before its first request", "err", err)
+		}
+		client.Close()
+		return
+	}
 	addr := route.cfg.TargetBootstrap
 	if nodeID >= 0 {
 		var err error
@@ -187,6 +218,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	}
 
 	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, idle: lim.IdleTimeout.Duration}
+	defer pc.closeNow() // also when the relay panics
 	s.mu.Lock()
 	if s.vcs[vc] != route.state || s.draining.Load() {
 		// Removed by a reload (or shutdown started) while this connection was being set up.
@@ -206,7 +238,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 		s.mu.Unlock()
 	}()
 	logger.V(2).Info("Connection routed", "upstream", addr)
-	s.relay(logger, pc, route, lim)
+	s.relay(logger, pc, route, lim, cc, first)
 }
 
 // addressMap learns upstream broker addresses and gives clients this virtual cluster's
@@ -218,9 +250,20 @@ func (s *Server) addressMap(rt *vcRoute, st *vcState, port func(int32) int32) ka
 	}
 }
 
-func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits) {
+// panicHook, when set by a test, runs before each read of requests ("requests", inside
+// CopyRequests) and at the start of the response side ("responses").
+var panicHook atomic.Pointer[func(side string)]
+
+// recovered turns a panic of one connection's goroutine into closing that connection: one
+// client must never take the process, and every other connection, down with it.
+func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
+	s.Metrics.Panics.Inc()
+	logger.Error(fmt.Errorf("panic: %v", r), "Connection handling panicked; closed the connection", "stack", string(debug.Stack()))
+	closeConn()
+}
+
+func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
 	vc := route.cfg.Name
-	cc := countingConn{Conn: pc.client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
 	l := route.listener
 	port := func(int32) int32 { return route.cfg.Port(&l) }
 	if !l.TLS() {
@@ -228,8 +271,17 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 	}
 	pending := make(chan kafka.Pending, maxPending)
 	reqDone := make(chan error, 1)
+	wt := lim.WriteTimeout.Duration
 	go func() {
-		err := kafka.CopyRequests(bufio.NewReaderSize(cc, bufSize), bufio.NewWriterSize(pc.upstream, bufSize), pending, lim.MaxFrameBytes, pc.beforeRead)
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				s.recovered(logger, r, pc.closeNow)
+				reqDone <- fmt.Errorf("request side panicked: %v", r)
+			}
+		}()
+		err = kafka.CopyRequests(bufio.NewReaderSize(&prefixReader{prefix: first, r: cc}, bufSize),
+			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -240,8 +292,19 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		}
 		reqDone <- err
 	}()
-	respErr := kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(cc, bufSize), pending, lim.MaxFrameBytes,
-		s.addressMap(route, pc.state, port), rewriteStats{m: s.Metrics, vc: vc})
+	respErr := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				s.recovered(logger, r, pc.closeNow)
+				err = fmt.Errorf("response side panicked: %v", r)
+			}
+		}()
+		if h := panicHook.Load(); h != nil {
+			(*h)("responses")
+		}
+		return kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(newDeadlineWriter(cc, pc.client, wt), bufSize),
+			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), rewriteStats{m: s.Metrics, vc: vc})
+	}()
 	pc.closeNow()
 	go func() {
 		for range pending { // unblock the request side if it waits for room

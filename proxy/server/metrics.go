@@ -19,6 +19,9 @@ type Metrics struct {
 	Refused           *prometheus.GaugeVec
 	Reloads           *prometheus.CounterVec
 	ConnectionLimit   prometheus.Counter
+	Refusals          *prometheus.CounterVec
+	Panics            prometheus.Counter
+	LoadErrors        *prometheus.GaugeVec
 }
 
 // NewMetrics registers the proxy metrics on a fresh registry.
@@ -46,9 +49,17 @@ func NewMetrics() *Metrics {
 			Help: "Configuration and key material reloads, by result."}, []string{"result"}),
 		ConnectionLimit: prometheus.NewCounter(prometheus.CounterOpts{Name: "kafkalink_proxy_connection_limit_rejections_total",
 			Help: "Connections closed at once because limits.maxConnections was reached."}),
+		Refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafkalink_proxy_connections_refused_total",
+			Help: "Client connections closed before they were relayed, by reason: max_connections, per_source, handshake_rate, draining, first_request_timeout."},
+			[]string{"reason"}),
+		Panics: prometheus.NewCounter(prometheus.CounterOpts{Name: "kafkalink_proxy_connection_panics_total",
+			Help: "Connections closed because their handling panicked (a bug); the proxy itself keeps running."}),
+		LoadErrors: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafkalink_proxy_config_load_errors",
+			Help: "1 for each listener, certificate or virtual cluster of the configuration that failed to load and is left out, by kind and name."},
+			[]string{"kind", "name"}),
 	}
 	m.Registry.MustRegister(m.ConnectionsActive, m.ConnectionsTotal, m.Bytes, m.HandshakeFailures, m.UpstreamErrors,
-		m.Rewrites, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit,
+		m.Rewrites, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit, m.Refusals, m.Panics, m.LoadErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

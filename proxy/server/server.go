@@ -6,13 +6,16 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -45,6 +48,9 @@ type Options struct {
 	// Listen binds the Kafka listeners; nil means net.Listen. Tests use it to bind inside
 	// another network namespace.
 	Listen func(network, address string) (net.Listener, error)
+	// Dial opens upstream TCP connections; nil means a net.Dialer with the upstream dial timeout
+	// and keepalive. Tests use it to resolve names without DNS.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 // Server is a running proxy.
@@ -58,15 +64,24 @@ type Server struct {
 	listeners map[string]*listenerRT
 	vcs       map[string]*vcState
 	conns     map[*proxyConn]struct{}
-	applied   [32]byte
-	lastBad   [32]byte
-	mgmt      *http.Server
-	mgmtAddr  net.Addr
+	// Last good key material, reused while a later load of the same files fails.
+	lastPairs    map[string]*tls.Certificate
+	lastListener map[string]*snapshot
+	lastUpTLS    map[string]*tls.Config
+	applied      [32]byte
+	lastBad      [32]byte
+	mgmt         *http.Server
+	mgmtAddr     net.Addr
 
-	connCount atomic.Int32
-	ready     atomic.Bool
-	draining  atomic.Bool
-	wg        sync.WaitGroup
+	ticketSecret [32]byte
+
+	connCount  atomic.Int32
+	sources    sourceCounts
+	handshakes tokenBucket
+	refusedLog logLimiter
+	ready      atomic.Bool
+	draining   atomic.Bool
+	wg         sync.WaitGroup
 }
 
 // listenerRT is a bound listener and its current routing snapshot.
@@ -83,6 +98,8 @@ type snapshot struct {
 	clientCAs *x509.CertPool
 	params    config.TLSParams
 	routes    []*vcRoute
+	// ticketSeed keys this listener's session tickets (see sessionTicketKeys).
+	ticketSeed [32]byte
 }
 
 // vcRoute is one served virtual cluster on a listener.
@@ -126,7 +143,11 @@ func New(opts Options) *Server {
 	if opts.Listen == nil {
 		opts.Listen = net.Listen
 	}
-	return &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+	s := &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+	if _, err := rand.Read(s.ticketSecret[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return s
 }
 
 // Ready reports whether the configuration is loaded and every listener is bound.
@@ -228,31 +249,105 @@ func (s *Server) reloadIfChanged(ctx context.Context) {
 	logger.Info("Reloaded configuration and key material", "virtualClusters", len(cfg.VirtualClusters))
 }
 
-// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps
-// the snapshots in, and closes what was removed. Nothing changes when any step fails.
+// ticketSeed derives a listener's session ticket seed from the process secret, the listener
+// name and its client CAs: tickets survive reloads, but one listener's tickets never resume a
+// session on another listener, or after its client CAs change (a resumed session skips the
+// client certificate check).
+func (s *Server) ticketSeed(l config.Listener) [32]byte {
+	h := sha256.New()
+	h.Write(s.ticketSecret[:])
+	h.Write([]byte(l.Name))
+	for _, f := range l.ClientCAFiles {
+		b, _ := os.ReadFile(f)
+		h.Write([]byte{0})
+		h.Write(b)
+	}
+	var seed [32]byte
+	copy(seed[:], h.Sum(nil))
+	return seed
+}
+
+// ticketRotation is how long one session ticket key encrypts new tickets; tickets stay valid for
+// one more period.
+const ticketRotation = 24 * time.Hour
+
+// sessionTicketKeys returns the ticket keys of a listener for now: the current period's key
+// first (it encrypts), the previous period's second. Every connection shares them, so sessions
+// resume; a new process starts with a new secret.
+func sessionTicketKeys(seed [32]byte, now time.Time) [][32]byte {
+	period := now.Unix() / int64(ticketRotation/time.Second)
+	keys := make([][32]byte, 2)
+	for i := range keys {
+		h := sha256.New()
+		h.Write(seed[:])
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], uint64(period-int64(i)))
+		h.Write(b[:])
+		copy(keys[i][:], h.Sum(nil))
+	}
+	return keys
+}
+
+// loadErr records a part of the configuration that failed to load and is left out (or kept at
+// its last good state): a log line and kafkalink_proxy_config_load_errors{kind,name}=1.
+func (s *Server) loadErr(logger klog.Logger, kind, name string, err error, kept bool) {
+	s.Metrics.LoadErrors.WithLabelValues(kind, name).Set(1)
+	if kept {
+		logger.Error(err, "Failed to load; still serving the last good version", "kind", kind, "name", name)
+		return
+	}
+	logger.Error(err, "Failed to load; left out, the rest is served", "kind", kind, "name", name)
+}
+
+// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps the
+// snapshots in, and closes what was removed. A listener, key pair or virtual cluster whose
+// files or socket fail is left out, or keeps its last good key material, and never stops the
+// rest; removals always apply.
 func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	logger := klog.FromContext(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.Metrics.LoadErrors.Reset()
 
 	vcs := map[string]*vcState{}
 	snaps := map[string]*snapshot{}
+	pairs := map[string]*tls.Certificate{}
 	for _, l := range cfg.Listeners {
 		snap := &snapshot{listener: l}
 		if l.TLS() {
+			for i, kp := range l.KeyPairs {
+				c, err := loadKeyPair(kp)
+				if err != nil {
+					c = s.lastPairs[pairKey(kp)]
+					s.loadErr(logger, "certificate", fmt.Sprintf("%s/keyPairs[%d]", l.Name, i), fmt.Errorf("%s: %w", kp.CertificateFile, err), c != nil)
+					if c == nil {
+						continue
+					}
+				}
+				pairs[pairKey(kp)] = c
+				snap.certs = append(snap.certs, c)
+			}
 			var err error
-			if snap.certs, err = loadKeyPairs(l.KeyPairs); err != nil {
-				return fmt.Errorf("listener %s: %w", l.Name, err)
-			}
 			if snap.clientCAs, err = loadPool(l.ClientCAFiles); err != nil {
-				return fmt.Errorf("listener %s: clientCAFiles: %w", l.Name, err)
+				err = fmt.Errorf("clientCAFiles: %w", err)
+			} else if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
+				err = fmt.Errorf("options: %w", err)
 			}
-			if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
-				return fmt.Errorf("listener %s: %w", l.Name, err)
+			if err != nil {
+				// Serving without the client CAs would let anyone in: keep the last good ones, or leave the listener out.
+				prev := s.lastListener[l.Name]
+				s.loadErr(logger, "listener", l.Name, err, prev != nil)
+				if prev == nil {
+					continue
+				}
+				snap.clientCAs, snap.params, snap.ticketSeed = prev.clientCAs, prev.params, prev.ticketSeed
+			} else {
+				snap.ticketSeed = s.ticketSeed(l)
 			}
 		}
 		snaps[l.Name] = snap
 	}
+	upTLS := map[string]*tls.Config{}
 	for _, vc := range cfg.VirtualClusters {
 		if err := vc.Unservable(); err != nil {
 			logger.Error(err, "Refusing to serve virtual cluster", "virtualCluster", vc.Name)
@@ -260,10 +355,22 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		s.Metrics.Refused.DeleteLabelValues(vc.Name)
+		if snaps[vc.Listener] == nil {
+			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("its listener %s failed to load", vc.Listener), false)
+			continue
+		}
 		up, err := upstreamTLS(vc.UpstreamTLS)
 		if err != nil {
-			return fmt.Errorf("virtual cluster %s: upstreamTLS: %w", vc.Name, err)
+			up = s.lastUpTLS[vc.Name]
+			if vc.UpstreamTLS == nil || up == nil || s.vcs[vc.Name] == nil || s.vcs[vc.Name].target != vc.TargetBootstrap {
+				up = nil
+			}
+			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("upstreamTLS: %w", err), up != nil)
+			if up == nil {
+				continue
+			}
 		}
+		upTLS[vc.Name] = up
 		st := s.vcs[vc.Name]
 		if st == nil || st.target != vc.TargetBootstrap {
 			st = &vcState{name: vc.Name, target: vc.TargetBootstrap, brokers: map[int32]string{}}
@@ -272,23 +379,25 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up})
 	}
 
-	// Bind new or changed listeners before touching anything, so a bind error changes nothing.
+	// Bind new or changed listeners; one that cannot bind is left out.
 	fresh := map[string]*listenerRT{}
 	for _, l := range cfg.Listeners {
+		if snaps[l.Name] == nil {
+			continue
+		}
 		if old := s.listeners[l.Name]; old != nil && sameBinding(old.cfg, l) {
 			continue
 		}
 		rt := &listenerRT{cfg: l}
 		if err := rt.bind(s.listeners[l.Name], s.opts.Listen); err != nil {
-			for _, f := range fresh {
-				f.close()
-			}
-			return fmt.Errorf("listener %s: %w", l.Name, err)
+			s.loadErr(logger, "listener", l.Name, err, false)
+			delete(snaps, l.Name)
+			continue
 		}
 		fresh[l.Name] = rt
 	}
 	for name, old := range s.listeners {
-		if l := cfg.Listener(name); l == nil || fresh[name] != nil {
+		if snaps[name] == nil || fresh[name] != nil {
 			old.close()
 			delete(s.listeners, name)
 		}
@@ -324,6 +433,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	}
 	s.vcs = vcs
 	s.cfg = cfg
+	s.lastPairs, s.lastListener, s.lastUpTLS = pairs, snaps, upTLS
 	lim := cfg.Limits
 	s.limits.Store(&lim)
 	return nil
@@ -384,18 +494,50 @@ func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nod
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		lim := s.limits.Load()
-		if s.connCount.Add(1) > lim.MaxConnections || s.draining.Load() {
-			s.connCount.Add(-1)
-			s.Metrics.ConnectionLimit.Inc()
+		src := sourceOf(c.RemoteAddr())
+		if reason := s.admit(rt, src); reason != "" {
+			s.Metrics.Refusals.WithLabelValues(reason).Inc()
+			if reason == refusedMaxConnections {
+				s.Metrics.ConnectionLimit.Inc()
+			}
 			c.Close()
 			continue
 		}
 		go func() {
 			defer s.connCount.Add(-1)
+			defer s.sources.release(src)
+			defer func() {
+				if r := recover(); r != nil {
+					s.recovered(logger, r, func() { c.Close() })
+				}
+			}()
 			s.handle(ctx, rt, c, nodeID)
 		}()
 	}
+}
+
+// admit counts a new connection from src, or returns why it is refused: the proxy drains, or
+// limits.maxConnections, limits.maxConnectionsPerSource or (on TLS listeners)
+// limits.handshakesPerSecond is reached. Refusing costs no goroutine and no handshake.
+func (s *Server) admit(rt *listenerRT, src netip.Addr) string {
+	lim := s.limits.Load()
+	if s.draining.Load() {
+		return refusedDraining
+	}
+	if s.connCount.Add(1) > lim.MaxConnections {
+		s.connCount.Add(-1)
+		return refusedMaxConnections
+	}
+	if !s.sources.acquire(src, lim.MaxConnectionsPerSource) {
+		s.connCount.Add(-1)
+		return refusedPerSource
+	}
+	if rt.cfg.TLS() && !s.handshakes.allow(time.Now(), lim.HandshakesPerSecond) {
+		s.sources.release(src)
+		s.connCount.Add(-1)
+		return refusedHandshakeRate
+	}
+	return ""
 }
 
 func (s *Server) startManagement(ctx context.Context, m config.Management) error {

@@ -28,6 +28,68 @@ type vcState struct {
 	mu     sync.RWMutex
 	// brokers maps node id to the upstream host:port, learned from responses.
 	brokers map[int32]string
+
+	// Discovery of unknown brokers: one Metadata request at a time per virtual cluster (later
+	// callers wait for it), and node ids it did not find (or a failed discovery) are answered
+	// from a short negative cache, so a client asking for a broker that does not exist costs no
+	// upstream dial per connection.
+	discMu     sync.Mutex
+	disc       *discovery
+	unknown    map[int32]time.Time
+	failedTill time.Time
+}
+
+type discovery struct {
+	done chan struct{}
+	err  error
+}
+
+// negativeTTL is how long an unknown node id (or a failed discovery) is remembered.
+const negativeTTL = 5 * time.Second
+
+// maxUnknown bounds the negative cache; when full it starts again.
+const maxUnknown = 1024
+
+// cachedUnknown reports whether id was looked up in vain recently, or discovery failed.
+func (s *vcState) cachedUnknown(id int32, now time.Time) bool {
+	s.discMu.Lock()
+	defer s.discMu.Unlock()
+	return now.Before(s.failedTill) || now.Before(s.unknown[id])
+}
+
+func (s *vcState) markUnknown(id int32, now time.Time) {
+	s.discMu.Lock()
+	defer s.discMu.Unlock()
+	if s.unknown == nil || len(s.unknown) >= maxUnknown {
+		s.unknown = map[int32]time.Time{}
+	}
+	s.unknown[id] = now.Add(negativeTTL)
+}
+
+// discoverOnce runs fn, or waits for the run already under way and shares its result.
+func (s *vcState) discoverOnce(ctx context.Context, fn func() error) error {
+	s.discMu.Lock()
+	if d := s.disc; d != nil {
+		s.discMu.Unlock()
+		select {
+		case <-d.done:
+			return d.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d := &discovery{done: make(chan struct{})}
+	s.disc = d
+	s.discMu.Unlock()
+	d.err = fn()
+	s.discMu.Lock()
+	s.disc = nil
+	if d.err != nil {
+		s.failedTill = time.Now().Add(negativeTTL)
+	}
+	s.discMu.Unlock()
+	close(d.done)
+	return d.err
 }
 
 func (s *vcState) get(id int32) (string, bool) {
@@ -59,7 +121,7 @@ func upstreamTLS(u *config.UpstreamTLS) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Config{ServerName: u.ServerName, InsecureSkipVerify: u.InsecureSkipVerify} //nolint:gosec // explicit test-only opt-in
+	c := &tls.Config{ServerName: strings.TrimSuffix(u.ServerName, "."), InsecureSkipVerify: u.InsecureSkipVerify} //nolint:gosec // explicit test-only opt-in
 	params.Apply(c)
 	if c.RootCAs, err = loadPool(u.CAFiles); err != nil {
 		return nil, err
@@ -82,8 +144,12 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 	b.MaxInterval = 2 * time.Second
 	b.MaxElapsedTime = lim.UpstreamRetryBudget.Duration
 	op := func() (net.Conn, error) {
-		d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration}
-		c, err := d.DialContext(ctx, "tcp", addr)
+		dial := s.opts.Dial
+		if dial == nil {
+			d := net.Dialer{Timeout: lim.UpstreamDialTimeout.Duration, KeepAliveConfig: keepAlive}
+			dial = d.DialContext
+		}
+		c, err := dial(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +162,9 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 		cfg := r.upstreamTLS.Clone()
 		if cfg.ServerName == "" {
 			host, _, _ := net.SplitHostPort(addr)
-			cfg.ServerName = host
+			// Targets are written fully qualified ("kafka.ns.svc.cluster.local."): the dot
+			// belongs to DNS, not to the name sent as SNI and verified in the certificate.
+			cfg.ServerName = strings.TrimSuffix(host, ".")
 		}
 		tc := tls.Client(c, cfg)
 		hctx, cancel := context.WithTimeout(ctx, lim.UpstreamDialTimeout.Duration)
@@ -122,12 +190,16 @@ func (s *Server) brokerAddress(ctx context.Context, r *vcRoute, id int32, lim co
 	if a, ok := r.state.get(id); ok {
 		return a, nil
 	}
-	if err := s.discover(ctx, r, lim); err != nil {
+	if r.state.cachedUnknown(id, time.Now()) {
+		return "", fmt.Errorf("broker %d unknown: not in the metadata of %s, or its discovery failed, less than %s ago", id, r.cfg.TargetBootstrap, negativeTTL)
+	}
+	if err := r.state.discoverOnce(ctx, func() error { return s.discover(ctx, r, lim) }); err != nil {
 		return "", fmt.Errorf("broker %d unknown, and the proxy's own Metadata request to %s failed (a bootstrap requiring SASL refuses it): %w", id, r.cfg.TargetBootstrap, err)
 	}
 	if a, ok := r.state.get(id); ok {
 		return a, nil
 	}
+	r.state.markUnknown(id, time.Now())
 	return "", fmt.Errorf("broker %d is not in the metadata of %s", id, r.cfg.TargetBootstrap)
 }
 
