@@ -19,6 +19,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -178,6 +179,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
+	case errors.As(err, new(errPanic)):
+		// Logged with its stack where it was recovered.
+		c.queue.AddRateLimited(key)
 	case apierrors.IsConflict(err):
 		// Another writer got there first: read again, without alarm.
 		logger.V(4).Info("Conflict, requeueing", "err", err)
