@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	gatewayv1beta1listers "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1beta1"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
@@ -93,7 +92,7 @@ type reconciler struct {
 	connIndex   cache.Indexer
 	sources     corelisters.SecretLister
 	bindings    corelisters.SecretLister
-	grants      gatewayv1beta1listers.ReferenceGrantLister
+	grants      *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
 	strimzi     *strimziWatch
 	route       *routeWatch // connections that name a KafkaRoute; see route.go
 	cache       *binding.StoreCache
@@ -121,7 +120,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		return nil, fmt.Errorf("indexing KafkaConnections: %w", err)
 	}
 	_ = connInformer.Informer().SetTransform(stripManagedFields)
-	grantInformer := env.Informers.Gateway.Gateway().V1beta1().ReferenceGrants()
+	// Gateway API's ReferenceGrants, an optional API, through the informer every controller shares.
+	grants := env.Informers.ReferenceGrants
 
 	// Two Secret informers filtered by label, so the cache holds only what kafkalink reads:
 	// Strimzi's Secrets (cluster CA and KafkaUser credentials carry strimzi.io/cluster) and the
@@ -140,7 +140,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		connIndex:   connInformer.Informer().GetIndexer(),
 		sources:     corelisters.NewSecretLister(sourceInformer.GetIndexer()),
 		bindings:    corelisters.NewSecretLister(bindingInformer.GetIndexer()),
-		grants:      grantInformer.Lister(),
+		grants:      grants,
 		// Twice the connections a big installation has: one truststore per Kafka and CA, one
 		// keystore per mTLS user.
 		cache:    binding.NewStoreCache(10000),
@@ -149,31 +149,33 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	c := controller.New(ControllerName, r.sync)
 
-	r.strimzi = newStrimziWatch(env.Clients.Dynamic, env.Clients.Discovery, ns, func() {
-		// Strimzi just became readable: every connection may change.
+	enqueueAll := func() {
+		// An optional API just became readable: every connection may change.
 		for _, obj := range r.connIndex.List() {
 			c.EnqueueObject(obj)
 		}
-	}, func(inf cache.SharedIndexInformer, kind string) error {
-		var mapper controller.MapFunc
+	}
+	var err error
+	r.strimzi, err = newStrimziWatch(env.Clients.Dynamic, env.Clients.Discovery, ns, enqueueAll, func(kind string) cache.ResourceEventHandler {
 		if kind == strimzi.KindKafka {
-			mapper = r.connectionsForKafka
-		} else {
-			mapper = r.connectionsForUser
+			return controller.MapHandler(r.connectionsForKafka, c)
 		}
-		_, err := inf.AddEventHandler(controller.MapHandler(mapper, c))
-		return err
+		return controller.MapHandler(r.connectionsForUser, c)
 	})
-	if err := r.strimzi.init(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	r.strimzi.start(ctx)
+	if err := grants.AddEventHandler(controller.MapHandler(r.connectionsForGrant, c)); err != nil {
+		return nil, err
+	}
+	grants.OnServed(enqueueAll)
 
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
 	}{
 		{connInformer.Informer(), c.Handler()},
-		{grantInformer.Informer(), controller.MapHandler(r.connectionsForGrant, c)},
 		{sourceInformer, controller.MapHandler(r.connectionsForSourceSecret, c)},
 		{bindingInformer, controller.MapHandler(connectionForBindingSecret, c)},
 	} {
@@ -181,7 +183,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 			return nil, err
 		}
 	}
-	c.WaitFor(connInformer.Informer().HasSynced, grantInformer.Informer().HasSynced,
+	c.WaitFor(connInformer.Informer().HasSynced, grants.HasSynced,
 		sourceInformer.HasSynced, bindingInformer.HasSynced, r.strimzi.HasSynced)
 	route, routeSynced, err := newRouteWatch(ctx, env, r, c)
 	if err != nil {
@@ -289,30 +291,11 @@ func indexConnectionGrantNamespace(obj any) ([]string, error) {
 
 // byIndex returns the keys of the connections under one index value.
 func (r *reconciler) byIndex(index, value string) []cache.ObjectName {
-	objs, err := r.connIndex.ByIndex(index, value)
-	if err != nil {
-		return nil
-	}
-	keys := make([]cache.ObjectName, 0, len(objs))
-	for _, obj := range objs {
-		if m, ok := obj.(metav1.Object); ok {
-			keys = append(keys, cache.NewObjectName(m.GetNamespace(), m.GetName()))
-		}
-	}
-	return keys
-}
-
-// metaOf reads the metadata of an informer object or a deletion tombstone.
-func metaOf(obj any) (metav1.Object, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	m, ok := obj.(metav1.Object)
-	return m, ok
+	return controller.KeysByIndex(r.connIndex, index, value)
 }
 
 func (r *reconciler) connectionsForKafka(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}
@@ -320,7 +303,7 @@ func (r *reconciler) connectionsForKafka(obj any) []cache.ObjectName {
 }
 
 func (r *reconciler) connectionsForUser(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}
@@ -328,7 +311,7 @@ func (r *reconciler) connectionsForUser(obj any) []cache.ObjectName {
 }
 
 func (r *reconciler) connectionsForGrant(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}
@@ -338,7 +321,7 @@ func (r *reconciler) connectionsForGrant(obj any) []cache.ObjectName {
 // connectionsForSourceSecret maps a Strimzi Secret to the connections that read it: as the cluster
 // CA of a Kafka, and as the credentials of any KafkaUser whose status names it.
 func (r *reconciler) connectionsForSourceSecret(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}
@@ -355,7 +338,7 @@ func (r *reconciler) connectionsForSourceSecret(obj any) []cache.ObjectName {
 // connectionForBindingSecret maps a binding Secret to the KafkaConnection controlling it, so a
 // deleted or hand-edited Secret is restored.
 func connectionForBindingSecret(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}

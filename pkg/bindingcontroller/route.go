@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -97,7 +96,6 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 		secrets:       corelisters.NewSecretLister(secretInf.GetIndexer()),
 		clusterDomain: env.Options.ClusterDomain,
 	}
-	grantInf := env.Informers.Gateway.Gateway().V1beta1().ReferenceGrants().Informer()
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
 		mapper   controller.MapFunc
@@ -106,9 +104,15 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 		{gwInf.Informer(), r.connectionsForGateway},
 		{paramsInf.Informer(), r.connectionsForParameters},
 		{secretInf, r.connectionsForCertificateSecret},
-		{grantInf, r.connectionsForRouteGrant},
+		{nil, r.connectionsForRouteGrant}, // on the shared optional ReferenceGrant informer
 	} {
-		if _, err := reg.informer.AddEventHandler(controller.MapHandler(reg.mapper, c)); err != nil {
+		var err error
+		if reg.informer == nil {
+			err = r.grants.AddEventHandler(controller.MapHandler(reg.mapper, c))
+		} else {
+			_, err = reg.informer.AddEventHandler(controller.MapHandler(reg.mapper, c))
+		}
+		if err != nil {
 			return nil, nil, err
 		}
 	}
@@ -212,27 +216,11 @@ func indexGatewayByParameters(obj any) ([]string, error) {
 }
 
 // objectKeys is the key of an informer object or tombstone, as a one-element list.
-func objectKeys(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
-	if !ok {
-		return nil
-	}
-	return []cache.ObjectName{cache.NewObjectName(m.GetNamespace(), m.GetName())}
-}
+func objectKeys(obj any) []cache.ObjectName { return controller.KeyOf(obj) }
 
 // keysByIndex lists the namespace/name keys of the objects of an indexer under one value.
 func keysByIndex(idx cache.Indexer, index, value string) []cache.ObjectName {
-	objs, err := idx.ByIndex(index, value)
-	if err != nil {
-		return nil
-	}
-	keys := make([]cache.ObjectName, 0, len(objs))
-	for _, obj := range objs {
-		if m, ok := metaOf(obj); ok {
-			keys = append(keys, cache.NewObjectName(m.GetNamespace(), m.GetName()))
-		}
-	}
-	return keys
+	return controller.KeysByIndex(idx, index, value)
 }
 
 func (r *reconciler) connectionsForRoutes(routes []cache.ObjectName) []cache.ObjectName {
@@ -275,7 +263,7 @@ func (r *reconciler) connectionsForCertificateSecret(obj any) []cache.ObjectName
 }
 
 func (r *reconciler) connectionsForRouteGrant(obj any) []cache.ObjectName {
-	m, ok := metaOf(obj)
+	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
 	}
@@ -307,7 +295,7 @@ func (r *reconciler) buildRoute(conn *kafkav1beta2.KafkaConnection) (res binding
 		// Checked first, so a connection learns nothing about a namespace it may not use.
 		return res, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
 			"KafkaRoute %s is in another namespace and no ReferenceGrant in namespace %s allows KafkaConnections (group %s) from namespace %s to it",
-			rk, rk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace)}, false
+			rk, rk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace) + r.grantAPIMissing()}, false
 	}
 
 	if _, named := userKey(conn); named {
@@ -372,11 +360,7 @@ func (w *routeWatch) addSecret(secrets map[string]*binding.SecretData, key strin
 // routePermitted reports whether a ReferenceGrant in the route's namespace lets KafkaConnections
 // of the connection's namespace refer to the KafkaRoute.
 func (r *reconciler) routePermitted(conn *kafkav1beta2.KafkaConnection, rk cache.ObjectName) bool {
-	grants, err := r.grants.ReferenceGrants(rk.Namespace).List(labels.Everything())
-	if err != nil {
-		return false
-	}
-	for _, g := range grants {
+	for _, g := range r.grantsIn(rk.Namespace) {
 		if grantAllowsRoute(g, conn.Namespace, rk.Name) {
 			return true
 		}

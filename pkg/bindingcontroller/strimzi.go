@@ -2,169 +2,61 @@ package bindingcontroller
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
-// strimziWatch finds which version of Strimzi's API the cluster serves and watches Kafkas and
-// KafkaUsers in it. Strimzi may be installed after the operator: until then it re-checks
-// discovery with an exponential backoff (capped at maxDiscoveryInterval) and connections report
-// StrimziNotInstalled; once served, it starts the informers and re-reconciles every connection.
-// Healthy state is never polled: after the informers start, only watch events matter.
+// strimziWatch watches Strimzi's Kafkas and KafkaUsers, each in the first of kafka.strimzi.io/v1
+// and v1beta2 the cluster serves, through optional informers (see package controller): Strimzi may
+// be installed after the operator. Until it is, connections report StrimziNotInstalled; once it is
+// served and the caches synced, every connection is reconciled again.
 type strimziWatch struct {
-	dynamic   dynamic.Interface
-	discovery discovery.DiscoveryInterface
-	namespace string
-	// onServed runs once, after the informers have synced.
-	onServed func()
-	// register adds the controller's event handler to a new informer.
-	register func(inf cache.SharedIndexInformer, kind string) error
-
-	mu sync.RWMutex
-	// resolved is true once discovery has answered (served or definitely not served).
-	resolved      bool
-	kafkaVersion  string
-	userVersion   string
-	kafkas, users cache.SharedIndexInformer
+	kafkas, users *controller.OptionalInformer
 }
 
-// How often discovery is re-checked while Strimzi is missing.
-const (
-	initialDiscoveryInterval = time.Second
-	maxDiscoveryInterval     = 30 * time.Second
-)
-
-// errNotServed says discovery answered and the cluster serves no Strimzi version kafkalink reads.
-var errNotServed = errors.New("kafka.strimzi.io serves neither v1 nor v1beta2 kafkas and kafkausers")
-
+// newStrimziWatch makes the optional informers and adds the controller's handlers and callback;
+// start starts them.
 func newStrimziWatch(dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string, onServed func(),
-	register func(cache.SharedIndexInformer, string) error) *strimziWatch {
-	return &strimziWatch{dynamic: dyn, discovery: disc, namespace: namespace, onServed: onServed, register: register}
-}
-
-// init checks discovery once, so a running Strimzi is watched from the first sync and connections
-// never flap through StrimziNotInstalled at start-up, then keeps checking in the background while
-// Strimzi is missing (or discovery failed).
-func (w *strimziWatch) init(ctx context.Context) error {
-	logger := klog.FromContext(ctx)
-	err := w.tryStart(ctx)
-	if err == nil {
-		return nil
-	}
-	logger.Info("Strimzi API not available yet; checking again with backoff", "reason", err.Error())
-	go func() {
-		b := backoff.NewExponentialBackOff()
-		b.InitialInterval = initialDiscoveryInterval
-		b.MaxInterval = maxDiscoveryInterval
-		b.MaxElapsedTime = 0
-		_ = backoff.RetryNotify(func() error { return w.tryStart(ctx) }, backoff.WithContext(b, ctx),
-			func(err error, next time.Duration) {
-				logger.V(4).Info("Strimzi API still not available", "reason", err.Error(), "next", next)
-			})
-	}()
-	return nil
-}
-
-// tryStart resolves the served versions and, when found, starts the informers. It returns
-// errNotServed or a discovery error while they cannot be started.
-func (w *strimziWatch) tryStart(ctx context.Context) error {
-	kv, uv, err := w.servedVersions()
-	if err != nil {
-		if errors.Is(err, errNotServed) {
-			w.mu.Lock()
-			w.resolved = true
-			w.mu.Unlock()
-		}
-		return err
-	}
-	kafkas := w.newInformer(strimzi.ResourceKafkas, kv, pruneKafka, nil)
-	users := w.newInformer(strimzi.ResourceKafkaUsers, uv, pruneKafkaUser, cache.Indexers{indexUserSecret: indexUserBySecret})
-	if err := w.register(kafkas, strimzi.KindKafka); err != nil {
-		return backoff.Permanent(err)
-	}
-	if err := w.register(users, strimzi.KindKafkaUser); err != nil {
-		return backoff.Permanent(err)
-	}
-	go kafkas.RunWithContext(ctx)
-	go users.RunWithContext(ctx)
-	klog.FromContext(ctx).Info("Watching Strimzi", "kafkaVersion", kv, "kafkaUserVersion", uv)
-	w.mu.Lock()
-	w.resolved = true
-	w.kafkaVersion, w.userVersion = kv, uv
-	w.kafkas, w.users = kafkas, users
-	w.mu.Unlock()
-	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), kafkas.HasSynced, users.HasSynced) && w.onServed != nil {
-			w.onServed()
-		}
-	}()
-	return nil
-}
-
-func (w *strimziWatch) newInformer(resource, version string, prune cache.TransformFunc, indexers cache.Indexers) cache.SharedIndexInformer {
-	gvr := schema.GroupVersionResource{Group: strimzi.Group, Version: version, Resource: resource}
-	if indexers == nil {
-		indexers = cache.Indexers{}
-	}
-	indexers[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
-	inf := dynamicinformer.NewFilteredDynamicInformer(w.dynamic, gvr, w.namespace, 0, indexers, nil).Informer()
-	_ = inf.SetTransform(prune)
-	return inf
-}
-
-// servedVersions picks, for Kafka and KafkaUser, the first of v1 and v1beta2 that the cluster serves.
-func (w *strimziWatch) servedVersions() (kafkaVersion, userVersion string, err error) {
-	for _, v := range []string{strimzi.VersionV1, strimzi.VersionV1beta2} {
-		list, err := w.discovery.ServerResourcesForGroupVersion(strimzi.Group + "/" + v)
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return "", "", fmt.Errorf("discovering %s/%s: %w", strimzi.Group, v, err)
-		}
-		for _, r := range list.APIResources {
-			switch r.Name {
-			case strimzi.ResourceKafkas:
-				if kafkaVersion == "" {
-					kafkaVersion = v
-				}
-			case strimzi.ResourceKafkaUsers:
-				if userVersion == "" {
-					userVersion = v
-				}
-			}
+	handler func(kind string) cache.ResourceEventHandler) (*strimziWatch, error) {
+	gvrs := func(resource string) []schema.GroupVersionResource {
+		return []schema.GroupVersionResource{
+			{Group: strimzi.Group, Version: strimzi.VersionV1, Resource: resource},
+			{Group: strimzi.Group, Version: strimzi.VersionV1beta2, Resource: resource},
 		}
 	}
-	if kafkaVersion == "" || userVersion == "" {
-		return "", "", errNotServed
+	w := &strimziWatch{
+		kafkas: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi Kafka", GVRs: gvrs(strimzi.ResourceKafkas),
+			Namespace: namespace, Dynamic: dyn, Discovery: disc, Transform: pruneKafka}),
+		users: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi KafkaUser", GVRs: gvrs(strimzi.ResourceKafkaUsers),
+			Namespace: namespace, Dynamic: dyn, Discovery: disc, Transform: pruneKafkaUser,
+			Indexers: cache.Indexers{indexUserSecret: indexUserBySecret}}),
 	}
-	return kafkaVersion, userVersion, nil
+	for kind, o := range map[string]*controller.OptionalInformer{strimzi.KindKafka: w.kafkas, strimzi.KindKafkaUser: w.users} {
+		if err := o.AddEventHandler(handler(kind)); err != nil {
+			return nil, err
+		}
+		o.OnServed(onServed)
+	}
+	return w, nil
 }
 
-// HasSynced is true once discovery has answered and, if Strimzi is served, its informers synced.
+// start checks discovery once, so a running Strimzi is watched from the first sync and
+// connections never flap through StrimziNotInstalled at start-up, then keeps checking in the
+// background while Strimzi is missing.
+func (w *strimziWatch) start(ctx context.Context) {
+	w.kafkas.Start(ctx)
+	w.users.Start(ctx)
+}
+
+// HasSynced is true once discovery has answered and, if Strimzi was served then, its informers synced.
 func (w *strimziWatch) HasSynced() bool {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if !w.resolved {
-		return false
-	}
-	if w.kafkas == nil {
-		return true
-	}
 	return w.kafkas.HasSynced() && w.users.HasSynced()
 }
 
@@ -178,24 +70,23 @@ const (
 )
 
 func (w *strimziWatch) state() strimziState {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
 	switch {
-	case w.kafkas == nil:
+	case !w.kafkas.Served() || !w.users.Served():
 		return strimziMissing
-	case !w.kafkas.HasSynced() || !w.users.HasSynced():
+	case !w.kafkas.Ready() || !w.users.Ready():
 		return strimziStarting
 	default:
 		return strimziReady
 	}
 }
 
-// get returns a cached object's content, nil when it does not exist.
-func get(inf cache.SharedIndexInformer, key cache.ObjectName) map[string]any {
-	if inf == nil {
+// get returns a cached object's content, nil when it does not exist or is not cached.
+func get(o *controller.OptionalInformer, key cache.ObjectName) map[string]any {
+	idx := o.Indexer()
+	if idx == nil {
 		return nil
 	}
-	obj, ok, err := inf.GetIndexer().GetByKey(key.String())
+	obj, ok, err := idx.GetByKey(key.String())
 	if err != nil || !ok {
 		return nil
 	}
@@ -206,37 +97,13 @@ func get(inf cache.SharedIndexInformer, key cache.ObjectName) map[string]any {
 	return u.Object
 }
 
-func (w *strimziWatch) kafka(key cache.ObjectName) map[string]any {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return get(w.kafkas, key)
-}
+func (w *strimziWatch) kafka(key cache.ObjectName) map[string]any { return get(w.kafkas, key) }
 
-func (w *strimziWatch) user(key cache.ObjectName) map[string]any {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	return get(w.users, key)
-}
+func (w *strimziWatch) user(key cache.ObjectName) map[string]any { return get(w.users, key) }
 
 // usersForSecret returns the KafkaUsers whose credentials Secret is the given one.
 func (w *strimziWatch) usersForSecret(secret cache.ObjectName) []cache.ObjectName {
-	w.mu.RLock()
-	users := w.users
-	w.mu.RUnlock()
-	if users == nil {
-		return nil
-	}
-	objs, err := users.GetIndexer().ByIndex(indexUserSecret, secret.String())
-	if err != nil {
-		return nil
-	}
-	keys := make([]cache.ObjectName, 0, len(objs))
-	for _, obj := range objs {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			keys = append(keys, cache.NewObjectName(u.GetNamespace(), u.GetName()))
-		}
-	}
-	return keys
+	return controller.KeysByIndex(w.users.Indexer(), indexUserSecret, secret.String())
 }
 
 // indexUserBySecret indexes a KafkaUser by its credentials Secret: status.secret, or its own name,

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -157,7 +156,7 @@ func (r *reconciler) gatherUser(conn *kafkav1beta2.KafkaConnection) (*strimzi.Ka
 		// about another namespace it may not read.
 		return nil, nil, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
 			"KafkaUser %s is in another namespace and no ReferenceGrant in namespace %s allows KafkaConnections (group %s) from namespace %s to it",
-			uk, uk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace)}
+			uk, uk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace) + r.grantAPIMissing()}
 	}
 	switch {
 	case user == nil && userErr == nil:
@@ -193,10 +192,7 @@ func (r *reconciler) explain(f *binding.Failure, in binding.Input, conn *kafkav1
 // permitted reports whether a ReferenceGrant in the user's namespace lets KafkaConnections of the
 // connection's namespace refer to the KafkaUser, or to its credentials Secret.
 func (r *reconciler) permitted(conn *kafkav1beta2.KafkaConnection, uk cache.ObjectName, user *strimzi.KafkaUser) bool {
-	grants, err := r.grants.ReferenceGrants(uk.Namespace).List(labels.Everything())
-	if err != nil {
-		return false
-	}
+	grants := r.grantsIn(uk.Namespace)
 	secretName := ""
 	if user != nil {
 		secretName = user.SecretName()
@@ -409,13 +405,9 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		return nil
 	}
 	logger := klog.FromContext(ctx)
+	want.Conditions = controller.MergeConditions(conn.Status.Conditions, want.Conditions, metav1.NewTime(r.clock.Now()))
 	cond := &want.Conditions[0]
 	old := readyCondition(&conn.Status)
-	if old != nil && old.Status == cond.Status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	} else {
-		cond.LastTransitionTime = metav1.NewTime(r.clock.Now())
-	}
 	sac := kafkav1beta2ac.KafkaConnectionStatus().
 		WithObservedGeneration(want.ObservedGeneration).
 		WithConditions(metav1ac.Condition().

@@ -1,12 +1,27 @@
 // Package controller is the worker loop every kafkalink controller shares: a named, typed,
 // rate-limited work queue of object names, a sync function per key, and the rules for errors
 // (CONVENTIONS.md): success forgets the key, a conflict requeues quietly, any other error is
-// logged and retried with backoff.
+// logged and retried with backoff, and a panic in a sync is recovered, logged with its key,
+// counted (kafkalink_reconcile_panics_total) and retried with backoff like an error, so one bad
+// object never crash-loops the operator.
+//
+// It also holds what both controllers share: tombstone unwrapping, index lookups and condition
+// merging (helpers.go), and OptionalInformer (optional.go) for the APIs a cluster may not serve.
+//
+// Required and optional APIs: kafkalink's own CRDs are required; the operator's readiness waits
+// for their informers. Strimzi's Kafka and KafkaUser, Gateway API's ReferenceGrant and TLSRoute
+// and OpenShift's Route are optional: each is watched through an OptionalInformer, which asks
+// discovery again with one retry policy (from OptionalRetryInitial, doubling, capped at
+// OptionalRetryMax) while the API is missing, starts its informer when the API appears and then
+// has the controllers reconcile everything again. A missing optional API never holds back
+// readiness; what needs it reports a condition until it is installed.
 package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -35,6 +50,7 @@ type Controller struct {
 
 // New makes a controller whose queue is named name (the name labels the work-queue metrics).
 func New(name string, sync SyncFunc) *Controller {
+	reconcilePanics.WithLabelValues(name) // reported as 0 until one happens
 	return &Controller{
 		name: name,
 		sync: sync,
@@ -159,10 +175,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("key", key)
-	err := c.sync(klog.NewContext(ctx, logger), key)
+	err := c.safeSync(klog.NewContext(ctx, logger), key)
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
+	case errors.As(err, new(errPanic)):
+		// Logged with its stack where it was recovered.
+		c.queue.AddRateLimited(key)
 	case apierrors.IsConflict(err):
 		// Another writer got there first: read again, without alarm.
 		logger.V(4).Info("Conflict, requeueing", "err", err)
@@ -172,4 +191,22 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		c.queue.AddRateLimited(key)
 	}
 	return true
+}
+
+// errPanic marks a sync that panicked; the panic is logged where it is recovered.
+type errPanic struct{ value any }
+
+func (e errPanic) Error() string { return fmt.Sprintf("sync panicked: %v", e.value) }
+
+// safeSync runs the sync function and turns a panic into an error, after logging it with its key
+// and stack and counting it.
+func (c *Controller) safeSync(ctx context.Context, key cache.ObjectName) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			reconcilePanics.WithLabelValues(c.name).Inc()
+			klog.FromContext(ctx).Error(nil, "Sync panicked, retrying with backoff", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = errPanic{value: r}
+		}
+	}()
+	return c.sync(ctx, key)
 }

@@ -13,11 +13,17 @@ var Registry = prometheus.NewRegistry()
 
 var registerOnce sync.Once
 
+// reconcilePanics counts syncs that panicked, by controller.
+var reconcilePanics = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "kafkalink_reconcile_panics_total",
+	Help: "Syncs that panicked (recovered, logged and retried with backoff), by controller.",
+}, []string{"controller"})
+
 // RegisterMetrics registers the standard collectors and makes every work queue created afterwards
 // report depth, adds, latency, work duration, unfinished work and retries, labelled by queue name.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), reconcilePanics)
 		p := &queueMetrics{
 			depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "depth",
 				Help: "Current depth of the work queue."}, []string{"name"}),

@@ -8,19 +8,16 @@ package gatewaycontroller
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
-	"time"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
@@ -48,17 +45,14 @@ const (
 
 // Resources of the generated kinds.
 var (
-	gvrDeployment     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	gvrConfigMap      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	gvrService        = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	gvrSecret         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	gvrRoute          = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
-	gvrTLSRoute       = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
-	gvrParams         = schema.GroupVersionResource{Group: "kroxylicious.io", Version: "v1alpha1", Resource: "kafkagatewayparameters"}
-	gvrGrantV1beta1   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
-	gvrGrantV1        = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
-	kindToGVR         = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
-	discoveryInterval = 30 * time.Second
+	gvrDeployment = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrService    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	gvrSecret     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
+	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
+	gvrParams     = schema.GroupVersionResource{Group: "kroxylicious.io", Version: "v1alpha1", Resource: "kafkagatewayparameters"}
+	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
 )
 
 // Controller reconciles the KafkaGateways of one watched namespace (or all).
@@ -82,9 +76,9 @@ type Controller struct {
 	configMaps  corelisters.ConfigMapLister
 	deployments appslisters.DeploymentLister
 
-	osRoutes  *optionalInformer
-	tlsRoutes *optionalInformer
-	grants    *optionalInformer
+	osRoutes  *controller.OptionalInformer
+	tlsRoutes *controller.OptionalInformer
+	grants    *controller.OptionalInformer
 
 	// waiters: gateways waiting for names held by objects they do not control.
 	waiters *nameWaiters
@@ -155,123 +149,71 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		c.ctrl.WaitFor(h.informer.HasSynced)
 	}
 
-	// Foreign APIs may be missing now and installed later: each is watched once discovery shows it.
+	// Optional APIs may be missing now and installed later (see package controller): each is
+	// watched once discovery shows it, and then every gateway is reconciled again.
 	ns := env.Informers.Namespace
-	c.osRoutes = c.newOptional(ctx, "OpenShift Routes", ns, c.generatedKind(gateway.KindRoute), gvrRoute)
-	c.tlsRoutes = c.newOptional(ctx, "TLSRoutes", ns, c.generatedKind(gateway.KindTLSRoute), gvrTLSRoute)
-	c.grants = c.newOptional(ctx, "ReferenceGrants", ns, c.allGateways, gvrGrantV1beta1, gvrGrantV1)
-	return c.ctrl, nil
-}
-
-// optionalInformer watches a foreign resource once the API server serves it.
-type optionalInformer struct {
-	what     string
-	gvr      atomic.Pointer[schema.GroupVersionResource]
-	informer atomic.Pointer[cache.SharedIndexInformer]
-	ready    atomic.Bool
-}
-
-// newOptional starts watching the first of gvrs the cluster serves. When none is served it
-// keeps asking discovery and starts the informer when one appears, then re-reconciles every
-// gateway. A resource served at start-up is waited for like the others, so the first syncs
-// after a restart see it.
-func (c *Controller) newOptional(ctx context.Context, what, namespace string, mapper controller.MapFunc, gvrs ...schema.GroupVersionResource) *optionalInformer {
-	o := &optionalInformer{what: what}
-	logger := klog.FromContext(ctx)
-	start := func(gvr schema.GroupVersionResource) {
-		inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, gvr, namespace, 0, cache.Indexers{}, nil).Informer()
-		_, _ = inf.AddEventHandler(controller.MapHandler(mapper, c.ctrl))
-		o.gvr.Store(&gvr)
-		o.informer.Store(&inf)
-		go inf.Run(ctx.Done())
+	newOptional := func(what string, gvrs ...schema.GroupVersionResource) *controller.OptionalInformer {
+		return controller.NewOptionalInformer(controller.OptionalConfig{What: what, GVRs: gvrs, Namespace: ns,
+			Dynamic: env.Clients.Dynamic, Discovery: env.Clients.Discovery})
 	}
-	served := func() (schema.GroupVersionResource, bool) {
-		for _, gvr := range gvrs {
-			list, err := c.env.Clients.Discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-			if err != nil {
-				continue
-			}
-			for _, r := range list.APIResources {
-				if r.Name == gvr.Resource {
-					return gvr, true
-				}
-			}
+	c.osRoutes = newOptional("OpenShift Route", gvrRoute)
+	c.tlsRoutes = newOptional("TLSRoute", gvrTLSRoute)
+	c.grants = env.Informers.ReferenceGrants // shared with the other controllers; the operator starts it
+	for _, o := range []struct {
+		informer *controller.OptionalInformer
+		mapper   controller.MapFunc
+	}{
+		{c.osRoutes, c.generatedKind(gateway.KindRoute)},
+		{c.tlsRoutes, c.generatedKind(gateway.KindTLSRoute)},
+		{c.grants, c.allGateways},
+	} {
+		if err := o.informer.AddEventHandler(controller.MapHandler(o.mapper, c.ctrl)); err != nil {
+			return nil, err
 		}
-		return schema.GroupVersionResource{}, false
-	}
-	if gvr, ok := served(); ok {
-		start(gvr)
-		inf := *o.informer.Load()
-		c.ctrl.WaitFor(func() bool {
-			synced := inf.HasSynced()
-			o.ready.Store(synced)
-			return synced
-		})
-		logger.V(2).Info("Watching optional API", "what", what, "resource", gvr.String())
-		return o
-	}
-	logger.Info("Optional API not served; gateways that need it report a condition until it is", "what", what, "resources", fmt.Sprint(gvrs))
-	go func() {
-		t := time.NewTicker(discoveryInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			gvr, ok := served()
-			if !ok {
-				continue
-			}
-			start(gvr)
-			inf := *o.informer.Load()
-			if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-				return
-			}
-			o.ready.Store(true)
-			logger.Info("Optional API now served; reconciling every gateway", "what", what, "resource", gvr.String())
+		o.informer.OnServed(func() {
 			for _, key := range c.allGateways(nil) {
 				c.ctrl.Enqueue(key)
 			}
-			return
+		})
+		c.ctrl.WaitFor(o.informer.HasSynced)
+	}
+	c.osRoutes.Start(ctx)
+	c.tlsRoutes.Start(ctx)
+	return c.ctrl, nil
+}
+
+// noteMissingGrantAPI adds to every RefNotPermitted condition, while the ReferenceGrant API is
+// not served, that no ReferenceGrant can exist yet.
+func (c *Controller) noteMissingGrantAPI(res *gateway.Result) {
+	if c.grants.Served() {
+		return
+	}
+	note := func(conds []metav1.Condition) {
+		for i := range conds {
+			if conds[i].Reason == gateway.ReasonRefNotPermitted && strings.Contains(conds[i].Message, "ReferenceGrant") {
+				conds[i].Message += "; " + operator.ReferenceGrantAPI + " is not installed: install Gateway API's ReferenceGrant CRD to allow cross-namespace references"
+			}
 		}
-	}()
-	return o
-}
-
-// Ready reports whether the resource is served and its cache synced.
-func (o *optionalInformer) Ready() bool {
-	if o == nil || !o.ready.Load() {
-		return false
 	}
-	return true
-}
-
-// lister returns the informer's indexer once ready.
-func (o *optionalInformer) store() cache.Indexer {
-	if !o.Ready() {
-		return nil
+	note(res.GatewayStatus.Conditions)
+	for i := range res.GatewayStatus.Listeners {
+		note(res.GatewayStatus.Listeners[i].Conditions)
 	}
-	return (*o.informer.Load()).GetIndexer()
+	for _, parents := range res.RouteParents {
+		for i := range parents {
+			note(parents[i].Conditions)
+		}
+	}
+	for _, a := range res.PolicyAncestors {
+		if a != nil {
+			note(a.Conditions)
+		}
+	}
 }
 
 // Mappers: each returns the gateways an object's change concerns.
 
-func unwrap(obj any) any {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return t.Obj
-	}
-	return obj
-}
-
-func (c *Controller) self(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
-	if err != nil {
-		return nil
-	}
-	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: m.GetName()}}
-}
+func (c *Controller) self(obj any) []cache.ObjectName { return controller.KeyOf(obj) }
 
 func (c *Controller) allGateways(any) []cache.ObjectName {
 	list, err := c.gateways.List(labels.Everything())
@@ -287,7 +229,7 @@ func (c *Controller) allGateways(any) []cache.ObjectName {
 
 // ownerGateway maps a generated object to the KafkaGateway that controls it.
 func ownerGateway(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
+	m, err := meta.Accessor(controller.Unwrap(obj))
 	if err != nil {
 		return nil
 	}
@@ -299,7 +241,7 @@ func ownerGateway(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) routeToGateways(obj any) []cache.ObjectName {
-	r, ok := unwrap(obj).(*kroxyliciousv1alpha1.KafkaRoute)
+	r, ok := controller.Unwrap(obj).(*kroxyliciousv1alpha1.KafkaRoute)
 	if !ok {
 		return nil
 	}
@@ -312,7 +254,7 @@ func (c *Controller) routeToGateways(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) paramsToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
+	m, err := meta.Accessor(controller.Unwrap(obj))
 	if err != nil {
 		return nil
 	}
@@ -320,34 +262,20 @@ func (c *Controller) paramsToGateways(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) gatewaysByIndex(index, value string) []cache.ObjectName {
-	objs, err := c.gatewayIdx.ByIndex(index, value)
-	if err != nil {
-		return nil
-	}
-	keys := make([]cache.ObjectName, 0, len(objs))
-	for _, o := range objs {
-		if g, ok := o.(*kroxyliciousv1alpha1.KafkaGateway); ok {
-			keys = append(keys, cache.ObjectName{Namespace: g.Namespace, Name: g.Name})
-		}
-	}
-	return keys
+	return controller.KeysByIndex(c.gatewayIdx, index, value)
 }
 
 // routesByIndex maps routes found through an index to their gateways.
 func (c *Controller) routesByIndex(index, value string) []cache.ObjectName {
-	objs, err := c.routeIdx.ByIndex(index, value)
-	if err != nil {
-		return nil
-	}
 	var keys []cache.ObjectName
-	for _, o := range objs {
-		keys = append(keys, c.routeToGateways(o)...)
+	for _, r := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaRoute](c.routeIdx, index, value) {
+		keys = append(keys, c.routeToGateways(r)...)
 	}
 	return keys
 }
 
 func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
-	p, ok := unwrap(obj).(*kroxyliciousv1alpha1.KafkaBackendTLSPolicy)
+	p, ok := controller.Unwrap(obj).(*kroxyliciousv1alpha1.KafkaBackendTLSPolicy)
 	if !ok {
 		return nil
 	}
@@ -369,7 +297,7 @@ func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) filterToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
+	m, err := meta.Accessor(controller.Unwrap(obj))
 	if err != nil {
 		return nil
 	}
@@ -377,7 +305,7 @@ func (c *Controller) filterToGateways(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
+	m, err := meta.Accessor(controller.Unwrap(obj))
 	if err != nil {
 		return nil
 	}
@@ -400,7 +328,7 @@ func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
 }
 
 func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(unwrap(obj))
+	m, err := meta.Accessor(controller.Unwrap(obj))
 	if err != nil {
 		return nil
 	}

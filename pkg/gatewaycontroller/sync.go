@@ -70,6 +70,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 		c.waiters.set(key, foreign)
 	}
+	c.noteMissingGrantAPI(res)
 	if !res.Hold {
 		if err := c.apply(ctx, gw, res); err != nil {
 			return err
@@ -159,18 +160,17 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 			s.Secrets = append(s.Secrets, sec)
 		}
 	}
-	if store := c.grants.store(); store != nil {
+	if store := c.grants.Indexer(); store != nil {
 		for _, o := range store.List() {
-			var g gatewayv1beta1.ReferenceGrant
-			if fromUnstructured(o, &g) == nil {
-				s.ReferenceGrants = append(s.ReferenceGrants, &g)
+			if g, ok := o.(*gatewayv1beta1.ReferenceGrant); ok {
+				s.ReferenceGrants = append(s.ReferenceGrants, g)
 			}
 		}
 	}
 	if d, err := c.deployments.Deployments(ns).Get(gateway.DeploymentName(gw.Name)); err == nil && controlledBy(d, gw) {
 		s.Deployment = d
 	}
-	if store := c.tlsRoutes.store(); store != nil {
+	if store := c.tlsRoutes.Indexer(); store != nil {
 		for _, o := range store.List() {
 			var r gatewayv1.TLSRoute
 			if fromUnstructured(o, &r) == nil && r.Namespace == ns && controlledBy(&r, gw) {
@@ -212,7 +212,7 @@ func (c *Controller) existing(kind, namespace, name string) metav1.Object {
 		if kind == gateway.KindTLSRoute {
 			o = c.tlsRoutes
 		}
-		store := o.store()
+		store := o.Indexer()
 		if store == nil {
 			return nil
 		}
@@ -343,7 +343,7 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 			if kind == gateway.KindTLSRoute {
 				o = c.tlsRoutes
 			}
-			if store := o.store(); store != nil {
+			if store := o.Indexer(); store != nil {
 				list, _ := store.ByIndex(cache.NamespaceIndex, gw.Namespace)
 				for _, x := range list {
 					if m, err := meta.Accessor(x); err == nil && selector.Matches(labels.Set(m.GetLabels())) {
@@ -369,19 +369,6 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 	return pruned, nil
 }
 
-// mergeConditions keeps each condition's transition time while its status is unchanged.
-func mergeConditions(old, desired []metav1.Condition, now metav1.Time) []metav1.Condition {
-	out := make([]metav1.Condition, 0, len(desired))
-	for _, d := range desired {
-		d.LastTransitionTime = now
-		if prev := meta.FindStatusCondition(old, d.Type); prev != nil && prev.Status == d.Status {
-			d.LastTransitionTime = prev.LastTransitionTime
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
 // changedToBad lists the conditions that turned unhealthy (or changed reason while unhealthy).
 func changedToBad(old, desired []metav1.Condition) []metav1.Condition {
 	var out []metav1.Condition
@@ -404,7 +391,7 @@ func changedToBad(old, desired []metav1.Condition) []metav1.Condition {
 func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
 	now := metav1.NewTime(c.clock.Now())
 	st := res.GatewayStatus
-	st.Conditions = mergeConditions(gw.Status.Conditions, st.Conditions, now)
+	st.Conditions = controller.MergeConditions(gw.Status.Conditions, st.Conditions, now)
 	for i := range st.Listeners {
 		var old []metav1.Condition
 		for _, l := range gw.Status.Listeners {
@@ -417,7 +404,7 @@ func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.K
 				c.env.Recorder.Event(gw, corev1.EventTypeWarning, cond.Reason, fmt.Sprintf("listener %s: %s", st.Listeners[i].Name, cond.Message))
 			}
 		}
-		st.Listeners[i].Conditions = mergeConditions(old, st.Listeners[i].Conditions, now)
+		st.Listeners[i].Conditions = controller.MergeConditions(old, st.Listeners[i].Conditions, now)
 	}
 	if !equality.Semantic.DeepEqual(gw.Status, st) {
 		// Warning events only for conditions that just turned bad: an unchanged status is silent.
@@ -496,7 +483,7 @@ func (c *Controller) writeRouteStatus(ctx context.Context, namespace, gw, routeN
 		for _, cond := range changedToBad(prev, e.Conditions) {
 			c.env.Recorder.Event(route, corev1.EventTypeWarning, cond.Reason, fmt.Sprintf("gateway %s: %s", gw, cond.Message))
 		}
-		e.Conditions = mergeConditions(prev, e.Conditions, now)
+		e.Conditions = controller.MergeConditions(prev, e.Conditions, now)
 		parents = append(parents, e)
 	}
 	if len(parents) > 32 {
@@ -530,7 +517,7 @@ func (c *Controller) writePolicyStatus(ctx context.Context, namespace, gw string
 	}
 	if entry != nil {
 		e := *entry
-		e.Conditions = mergeConditions(prev, e.Conditions, now)
+		e.Conditions = controller.MergeConditions(prev, e.Conditions, now)
 		ancestors = append(ancestors, e)
 	}
 	if len(ancestors) > 16 {

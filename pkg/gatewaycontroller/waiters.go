@@ -73,7 +73,7 @@ func (c *Controller) generatedKind(kind string) controller.MapFunc {
 
 func (c *Controller) ownerOrWaiting(kind string, obj any) []cache.ObjectName {
 	keys := ownerGateway(obj)
-	if m, err := meta.Accessor(unwrap(obj)); err == nil {
+	if m, err := meta.Accessor(controller.Unwrap(obj)); err == nil {
 		keys = append(keys, c.waiters.waiting(heldName{kind, m.GetNamespace(), m.GetName()})...)
 	}
 	return keys

@@ -18,8 +18,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -34,8 +39,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
 	kafkalinkscheme "github.com/kafkalink/kafkalink/generated/clientset/versioned/scheme"
@@ -116,37 +121,71 @@ type Clients struct {
 	Discovery discovery.DiscoveryInterface
 }
 
-// Informers are the shared informer factories for one namespace ("" for all). Controllers ask for
-// informers before Start; the operator starts the factories.
+// Informers are the shared informer factories for one namespace ("" for all), and the shared
+// ReferenceGrant informer. Controllers ask for informers before Start; the operator starts them.
 type Informers struct {
 	Namespace string
 	Kube      kubeinformers.SharedInformerFactory
 	KafkaLink kafkalinkinformers.SharedInformerFactory
-	Gateway   gatewayinformers.SharedInformerFactory
 	Dynamic   dynamicinformer.DynamicSharedInformerFactory
+	// ReferenceGrants watches Gateway API's ReferenceGrants, an optional API: every controller
+	// shares this one informer. Its cache holds *gatewayv1beta1.ReferenceGrant whichever version
+	// (v1beta1 or v1) the cluster serves. Until the API is served it is not Ready, and
+	// cross-namespace references report RefNotPermitted.
+	ReferenceGrants *controller.OptionalInformer
 }
+
+// Resources of Gateway API's ReferenceGrant, in order of preference.
+var (
+	gvrGrantV1beta1 = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
+	gvrGrantV1      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
+)
+
+// ReferenceGrantAPI names the ReferenceGrant API in messages.
+const ReferenceGrantAPI = "the ReferenceGrant API (gateway.networking.k8s.io ReferenceGrant)"
 
 func newInformers(c Clients, namespace string) Informers {
 	return Informers{
 		Namespace: namespace,
 		Kube:      kubeinformers.NewSharedInformerFactoryWithOptions(c.Kube, 0, kubeinformers.WithNamespace(namespace)),
 		KafkaLink: kafkalinkinformers.NewSharedInformerFactoryWithOptions(c.KafkaLink, 0, kafkalinkinformers.WithNamespace(namespace)),
-		Gateway:   gatewayinformers.NewSharedInformerFactoryWithOptions(c.Gateway, 0, gatewayinformers.WithNamespace(namespace)),
 		Dynamic:   dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, namespace, nil),
+		ReferenceGrants: controller.NewOptionalInformer(controller.OptionalConfig{
+			What:      "ReferenceGrant",
+			GVRs:      []schema.GroupVersionResource{gvrGrantV1beta1, gvrGrantV1},
+			Namespace: namespace,
+			Dynamic:   c.Dynamic,
+			Discovery: c.Discovery,
+			Transform: typedReferenceGrant,
+		}),
 	}
 }
 
-func (i Informers) start(stop <-chan struct{}) {
-	i.Kube.Start(stop)
-	i.KafkaLink.Start(stop)
-	i.Gateway.Start(stop)
-	i.Dynamic.Start(stop)
+// typedReferenceGrant turns a cached ReferenceGrant into a *gatewayv1beta1.ReferenceGrant (v1 has
+// the same schema), so every reader gets one type.
+func typedReferenceGrant(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	g := &gatewayv1beta1.ReferenceGrant{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, g); err != nil {
+		return nil, err
+	}
+	g.ManagedFields = nil
+	return g, nil
+}
+
+func (i Informers) start(ctx context.Context) {
+	i.Kube.Start(ctx.Done())
+	i.KafkaLink.Start(ctx.Done())
+	i.Dynamic.Start(ctx.Done())
+	i.ReferenceGrants.Start(ctx)
 }
 
 func (i Informers) shutdown() {
 	i.Kube.Shutdown()
 	i.KafkaLink.Shutdown()
-	i.Gateway.Shutdown()
 	i.Dynamic.Shutdown()
 }
 
@@ -220,6 +259,11 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 func Run(ctx context.Context, opts Options, clients Clients, constructors ...NewControllerFunc) error {
 	logger := klog.FromContext(ctx)
 	controller.RegisterMetrics()
+	if opts.LeaderElect {
+		if err := checkLeaderElectionNamespace(ctx, opts, clients.Kube); err != nil {
+			return err
+		}
+	}
 
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: clients.Kube.CoreV1().Events("")})
@@ -253,7 +297,7 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 		}
 	}()
 	for _, inf := range allInformers {
-		inf.start(informerCtx.Done())
+		inf.start(informerCtx)
 	}
 	ready := func() bool {
 		for _, c := range controllers {
@@ -264,8 +308,53 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 		return true
 	}
 
-	var elector *leaderelection.LeaderElector
 	var leading atomic.Bool
+	runControllers := func(ctx context.Context) {
+		leading.Store(true)
+		var wg sync.WaitGroup
+		for _, c := range controllers {
+			wg.Go(func() { c.Run(ctx, opts.Workers) })
+		}
+		wg.Wait()
+	}
+
+	// The elector exists before the health server serves, which reads it.
+	var elector *leaderelection.LeaderElector
+	var lock *resourcelock.LeaseLock
+	lostLease := make(chan struct{})
+	if opts.LeaderElect {
+		var err error
+		if lock, err = newLeaseLock(opts, clients, recorder); err != nil {
+			return err
+		}
+		elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   opts.LeaseDuration,
+			RenewDeadline:   opts.RenewDeadline,
+			RetryPeriod:     opts.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            opts.LeaderElectionID,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					logger.Info("Became leader", "lease", opts.LeaderElectionID, "identity", lock.Identity())
+					runControllers(ctx)
+				},
+				OnStoppedLeading: func() {
+					leading.Store(false)
+					close(lostLease)
+				},
+				OnNewLeader: func(identity string) {
+					if identity != lock.Identity() {
+						logger.Info("Waiting: another replica leads", "leader", identity)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return err
+		}
+	}
+
 	healthMux := http.NewServeMux()
 	healthMux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if elector != nil {
@@ -311,52 +400,12 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 		}
 	}()
 
-	runControllers := func(ctx context.Context) {
-		leading.Store(true)
-		var wg sync.WaitGroup
-		for _, c := range controllers {
-			wg.Go(func() { c.Run(ctx, opts.Workers) })
-		}
-		wg.Wait()
-	}
-
-	if !opts.LeaderElect {
+	if elector == nil {
 		runControllers(ctx)
 		return nil
 	}
-	lock, err := newLeaseLock(opts, clients, recorder)
-	if err != nil {
-		return err
-	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	lostLease := make(chan struct{})
-	elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   opts.LeaseDuration,
-		RenewDeadline:   opts.RenewDeadline,
-		RetryPeriod:     opts.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            opts.LeaderElectionID,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				logger.Info("Became leader", "lease", opts.LeaderElectionID, "identity", lock.Identity())
-				runControllers(ctx)
-			},
-			OnStoppedLeading: func() {
-				leading.Store(false)
-				close(lostLease)
-			},
-			OnNewLeader: func(identity string) {
-				if identity != lock.Identity() {
-					logger.Info("Waiting: another replica leads", "leader", identity)
-				}
-			},
-		},
-	})
-	if err != nil {
-		return err
-	}
 	go elector.Run(runCtx)
 	select {
 	case <-ctx.Done():
@@ -378,14 +427,48 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 	}
 }
 
+// leaderElectionNamespace is the namespace of the leader Lease and where that choice came from.
+func leaderElectionNamespace(opts Options) (namespace, from string) {
+	if opts.LeaderElectionNamespace != "" {
+		return opts.LeaderElectionNamespace, "--leader-election-namespace"
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, "$POD_NAMESPACE"
+	}
+	return "kafkalink-system", "the default"
+}
+
+// checkLeaderElectionNamespace fails, with what to do, when the Lease's namespace does not exist,
+// which otherwise makes leader election log the same error every retry period forever (typically
+// when running out of cluster with --kubeconfig). It reads the Namespace, or, without permission
+// to, asks for a dry-run create of the Lease, which admission rejects in a missing namespace.
+// Anything it cannot tell is left to leader election to report.
+func checkLeaderElectionNamespace(ctx context.Context, opts Options, kube kubernetes.Interface) error {
+	ns, from := leaderElectionNamespace(opts)
+	missing := func() error {
+		return fmt.Errorf("leader election namespace %q (from %s) does not exist: create it (kubectl create namespace %s), or pass --leader-election-namespace=<an existing namespace>, or --leader-elect=false", ns, from, ns)
+	}
+	_, err := kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		return missing()
+	}
+	if _, err := kube.CoordinationV1().Leases(ns).Get(ctx, opts.LeaderElectionID, metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: opts.LeaderElectionID, Namespace: ns}}
+	_, err = kube.CoordinationV1().Leases(ns).Create(ctx, lease, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	var status apierrors.APIStatus
+	if apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Kind == "namespaces" {
+		return missing()
+	}
+	return nil
+}
+
 func newLeaseLock(opts Options, clients Clients, recorder record.EventRecorder) (*resourcelock.LeaseLock, error) {
-	namespace := opts.LeaderElectionNamespace
-	if namespace == "" {
-		namespace = os.Getenv("POD_NAMESPACE")
-	}
-	if namespace == "" {
-		namespace = "kafkalink-system"
-	}
+	namespace, _ := leaderElectionNamespace(opts)
 	hostname, err := os.Hostname()
 	if err != nil {
 		return nil, err

@@ -47,6 +47,7 @@ type harness struct {
 	dir        string
 	op         *framework.Process
 	metrics    string
+	health     string
 	clusterCA  *bindingtest.CA
 	clientsCA  *bindingtest.CA
 }
@@ -64,11 +65,19 @@ const (
 
 func newHarness(t *testing.T, strimziVersion string, kind operatorKind) *harness {
 	t.Helper()
+	return newHarnessWith(t, framework.Options{StrimziVersion: strimziVersion}, kind)
+}
+
+// newHarnessWith is newHarness with every control-plane option.
+func newHarnessWith(t *testing.T, opts framework.Options, kind operatorKind) *harness {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("control-plane test")
 	}
 	ctx := context.Background()
-	cp, err := framework.Start(ctx, framework.Options{StrimziVersion: strimziVersion, Log: t.Logf})
+	strimziVersion := opts.StrimziVersion
+	opts.Log = t.Logf
+	cp, err := framework.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +152,7 @@ func (h *harness) startOperator(name string) {
 	if err := framework.WaitHTTP200(h.ctx, "http://"+health+"/healthz", waitLimit); err != nil {
 		h.t.Fatalf("%v\n%s", err, p.Log())
 	}
-	h.op, h.metrics = p, "http://"+metrics+"/metrics"
+	h.op, h.metrics, h.health = p, "http://"+metrics+"/metrics", "http://"+health
 }
 
 func (h *harness) stopOperator() {

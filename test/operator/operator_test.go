@@ -71,7 +71,7 @@ func TestOperatorLeadsReportsReadyAndStopsCleanly(t *testing.T) {
 		t.Fatalf("no Lease holder: %v\n%s", err, first.Log())
 	}
 	metrics := get(t, firstMetrics+"/metrics")
-	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total", `workqueue_depth{name="gateway"}`, `workqueue_adds_total{name="kafkaconnection"}`} {
+	for _, want := range []string{"go_goroutines", "process_cpu_seconds_total", `workqueue_depth{name="gateway"}`, `workqueue_adds_total{name="kafkaconnection"}`, `kafkalink_reconcile_panics_total{controller="gateway"} 0`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
