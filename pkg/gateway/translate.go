@@ -30,6 +30,7 @@ type translator struct {
 	metrics        bool
 	ingressDomains []string
 	parentRefs     []kroxyliciousv1alpha1.GatewayParentReference
+	limits         config.Limits
 
 	services map[types.NamespacedName]*corev1.Service
 	secrets  map[types.NamespacedName]*corev1.Secret
@@ -250,8 +251,58 @@ func (t *translator) readParameters() (string, bool) {
 	if t.managementPort < 1 || t.managementPort > 65535 {
 		return fmt.Sprintf("management port %d is out of range", t.managementPort), false
 	}
+	if msg, ok := t.readLimits(spec.Limits); !ok {
+		return msg, false
+	}
 	t.ingressDomains = spec.IngressDomains
 	t.parentRefs = spec.ParentRefs
+	return "", true
+}
+
+// readLimits copies the parameters' limits into the proxy configuration's; the proxy's defaults
+// fill what is left out.
+func (t *translator) readLimits(l *kroxyliciousv1alpha1.ProxyLimits) (string, bool) {
+	if l == nil {
+		return "", true
+	}
+	ints := []struct {
+		name string
+		in   *int32
+		out  *int32
+	}{
+		{"maxConnections", l.MaxConnections, &t.limits.MaxConnections},
+		{"maxConnectionsPerSource", l.MaxConnectionsPerSource, &t.limits.MaxConnectionsPerSource},
+		{"handshakesPerSecond", l.HandshakesPerSecond, &t.limits.HandshakesPerSecond},
+		{"maxFrameBytes", l.MaxFrameBytes, &t.limits.MaxFrameBytes},
+	}
+	for _, f := range ints {
+		if f.in == nil {
+			continue
+		}
+		if *f.in < 1 {
+			return fmt.Sprintf("limits.%s must be positive", f.name), false
+		}
+		*f.out = *f.in
+	}
+	durations := []struct {
+		name string
+		in   *kroxyliciousv1alpha1.LimitDuration
+		out  *config.Duration
+	}{
+		{"idleTimeout", l.IdleTimeout, &t.limits.IdleTimeout},
+		{"firstRequestTimeout", l.FirstRequestTimeout, &t.limits.FirstRequestTimeout},
+		{"writeTimeout", l.WriteTimeout, &t.limits.WriteTimeout},
+	}
+	for _, f := range durations {
+		if f.in == nil {
+			continue
+		}
+		d, err := time.ParseDuration(string(*f.in))
+		if err != nil || d <= 0 {
+			return fmt.Sprintf("limits.%s %q is not a positive duration", f.name, *f.in), false
+		}
+		f.out.Duration = d
+	}
 	return "", true
 }
 
@@ -413,11 +464,17 @@ func (t *translator) attachRoutes(res *Result) {
 			continue
 		}
 		parents := []kroxyliciousv1alpha1.RouteParentStatus{}
+		tooBig := routeLimitProblem(route)
 		for _, pr := range route.Spec.ParentRefs {
 			if !t.refersTo(pr) {
 				continue
 			}
-			accepted, resolved := t.attach(route, pr)
+			var accepted, resolved *refProblem
+			if tooBig != nil {
+				accepted = tooBig
+			} else {
+				accepted, resolved = t.attach(route, pr)
+			}
 			ref := kroxyliciousv1alpha1.ParentReference{Group: pr.Group, Kind: pr.Kind, Name: pr.Name, SectionName: pr.SectionName}
 			if ref.Group == nil {
 				g := kroxyliciousGroup
@@ -446,14 +503,48 @@ func (t *translator) attachRoutes(res *Result) {
 	}
 }
 
+// MaxGeneratedObjectsPerGateway bounds the Services, OpenShift Routes and TLSRoutes one gateway
+// generates for its routes. A parentRef that could go over it is not accepted (LimitExceeded);
+// the routes attached before it keep working.
+const MaxGeneratedObjectsPerGateway = 16384
+
+// brokerIDCount counts the broker ids of a parentRef as the schema does: every entry of every list.
+func brokerIDCount(pr kroxyliciousv1alpha1.KafkaRouteParentReference) int {
+	n := 0
+	for _, b := range pr.Brokers {
+		n += len(b.AdvertisedBrokerIds)
+	}
+	return n
+}
+
+// routeLimitProblem applies the schema's route limits again, for routes stored before them: a
+// route over a limit is not served on any parentRef.
+func routeLimitProblem(route *kroxyliciousv1alpha1.KafkaRoute) *refProblem {
+	hosts := 0
+	for _, pr := range route.Spec.ParentRefs {
+		ids := brokerIDCount(pr)
+		if ids > kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef {
+			return &refProblem{ReasonLimitExceeded, fmt.Sprintf("parentRef %s lists %d broker ids, more than the %d a parentRef may list", pr.Name, ids, kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
+		}
+		hosts += len(pr.Hostnames) * (ids + 1)
+	}
+	if hosts > kroxyliciousv1alpha1.MaxHostsPerRoute {
+		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the route asks for %d hosts (the sum over parentRefs of hostnames x (broker ids + 1)), more than the %d a route may ask for: each host needs its own Service", hosts, kroxyliciousv1alpha1.MaxHostsPerRoute)}
+	}
+	return nil
+}
+
 // pending is what one parentRef would add to the model if it is accepted.
 type pending struct {
 	claims []claim
 	sni    []pendingSNI
 	svcs   []*desiredService
-	os     []*desiredRoute
-	tls    []*desiredRoute
-	vcs    []config.VirtualCluster
+	// svcIndex finds a pending Service by name and kind in O(1): a route of many hosts adds
+	// ports to the same Services once per listener.
+	svcIndex map[svcKey]*desiredService
+	os       []*desiredRoute
+	tls      []*desiredRoute
+	vcs      []config.VirtualCluster
 }
 
 type claim struct {
@@ -601,6 +692,10 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 			}
 		}
 	}
+	// Every host is a Service (and maybe a Route or TLSRoute): bound what one gateway generates.
+	if have, more := len(t.svcs)+len(t.osRoutes)+len(t.tlsRoutes), len(p.svcs)+len(p.os)+len(p.tls); have+more > MaxGeneratedObjectsPerGateway {
+		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway", have, more, MaxGeneratedObjectsPerGateway)}, resolved
+	}
 	for _, svc := range p.svcs {
 		what := "the LoadBalancer of route " + route.Name
 		if !svc.lb {
@@ -638,14 +733,22 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	return nil, resolved
 }
 
+type svcKey struct {
+	name string
+	lb   bool
+}
+
 func (p *pending) addService(name string, lb bool, route string, l *listenerState, _ string) {
-	for _, s := range p.svcs {
-		if s.name == name && s.lb == lb {
-			s.ports[l.portName] = int32(l.spec.Port)
-			return
-		}
+	if p.svcIndex == nil {
+		p.svcIndex = map[svcKey]*desiredService{}
 	}
-	p.svcs = append(p.svcs, &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}})
+	if s := p.svcIndex[svcKey{name, lb}]; s != nil {
+		s.ports[l.portName] = int32(l.spec.Port)
+		return
+	}
+	s := &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}}
+	p.svcIndex[svcKey{name, lb}] = s
+	p.svcs = append(p.svcs, s)
 }
 
 // checkClaims finds the first clash of the pending parentRef with itself, with earlier routes and

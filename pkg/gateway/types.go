@@ -115,6 +115,9 @@ const (
 	ReasonTLSRoutesUnavailable = "TLSRoutesUnavailable"
 	// ReasonTLSRouteNotAccepted: a generated TLSRoute has no parent in its status after the timeout.
 	ReasonTLSRouteNotAccepted = "TLSRouteNotAccepted"
+	// ReasonLimitExceeded: a route asks for more broker ids or hosts than a route, or the
+	// gateway as a whole, may have.
+	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonDeploymentNotAvailable: the proxy Deployment does not report Available.
 	ReasonDeploymentNotAvailable = "DeploymentNotAvailable"
 )

@@ -186,6 +186,15 @@ type Limits struct {
 	UpstreamRetryBudget Duration `json:"upstreamRetryBudget,omitempty"`
 	// HandshakeTimeout bounds the downstream TLS handshake.
 	HandshakeTimeout Duration `json:"handshakeTimeout,omitempty"`
+	// FirstRequestTimeout closes a client connection with no complete request this long after
+	// its handshake. (Declared here for the operator; the proxy engineer adds the behaviour.)
+	FirstRequestTimeout Duration `json:"firstRequestTimeout,omitempty"`
+	// MaxConnectionsPerSource caps concurrent client connections from one source address.
+	MaxConnectionsPerSource int32 `json:"maxConnectionsPerSource,omitempty"`
+	// HandshakesPerSecond caps new TLS handshakes per second.
+	HandshakesPerSecond int32 `json:"handshakesPerSecond,omitempty"`
+	// WriteTimeout closes a connection whose peer accepts no written bytes for this long.
+	WriteTimeout Duration `json:"writeTimeout,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s", "10m").
