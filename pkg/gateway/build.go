@@ -58,7 +58,7 @@ func (t *translator) build(res *Result) {
 	}
 
 	// The proxy configuration.
-	cfg := &config.Config{Version: config.Version, Management: config.Management{Port: t.managementPort, Metrics: t.metrics}}
+	cfg := &config.Config{Version: config.Version, Management: config.Management{Port: t.managementPort, Metrics: t.metrics}, Limits: t.limits}
 	for _, l := range t.listeners {
 		if l.accepted != nil || !l.usable || t.byName[string(l.spec.Name)] != l {
 			continue
