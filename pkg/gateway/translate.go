@@ -948,13 +948,25 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 }
 
 // upstreamTLS finds the KafkaBackendTLSPolicy of a backend Service port: the oldest policy that
-// targets it wins, later ones are Conflicted.
+// targets it wins, later ones are Conflicted. Only policies allowed to target the Service (in
+// its namespace, or granted by a ReferenceGrant there) take part, so a policy from elsewhere
+// cannot squat a Service by being older.
 func (t *translator) upstreamTLS(svc *corev1.Service, port corev1.ServicePort) (*config.UpstreamTLS, *refProblem) {
 	var matches []*policyState
 	for _, ps := range t.policies {
-		if policyTargets(ps.policy, svc, port) {
-			matches = append(matches, ps)
+		if !policyTargets(ps.policy, svc, port) {
+			continue
 		}
+		p := ps.policy
+		if p.Namespace != svc.Namespace && !t.granted(kroxyliciousGroup, kindPolicy, p.Namespace, "", kindService, svc.Namespace, svc.Name) {
+			if !ps.used { // a policy that applies elsewhere for this gateway keeps that status
+				ps.used = true
+				ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+				ps.tls = &config.UpstreamTLS{}
+			}
+			continue
+		}
+		matches = append(matches, ps)
 	}
 	if len(matches) == 0 {
 		return nil, nil
