@@ -119,6 +119,16 @@ func loadCase(t *testing.T, path string) *Snapshot {
 					}
 					o.Data[k] = []byte(v)
 				}
+				// CERT and KEY stand for a valid key pair (testdata/common/tls.crt and tls.key),
+				// as the translator checks that listener and client certificates parse.
+				for k, v := range o.Data {
+					switch string(v) {
+					case "CERT":
+						o.Data[k] = goldenFile(t, "common/tls.crt")
+					case "KEY":
+						o.Data[k] = goldenFile(t, "common/tls.key")
+					}
+				}
 				o.StringData = nil
 				s.Secrets = append(s.Secrets, o)
 			case "Service":
@@ -425,4 +435,13 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+func goldenFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -353,7 +353,7 @@ func (t *translator) readListeners() {
 
 		var problems []*refProblem
 		for _, ref := range spec.TLS.CertificateRefs {
-			secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef)
+			secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef, checkKeyPair)
 			if p != nil {
 				if p.reason == ReasonInvalidKind {
 					p.reason = ReasonInvalidCertificateRef
@@ -366,7 +366,7 @@ func (t *translator) readListeners() {
 		}
 		if fv := spec.TLS.FrontendValidation; fv != nil {
 			for _, ref := range fv.CACertificateRefs {
-				secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef)
+				secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef, nil)
 				if p != nil {
 					if p.reason == ReasonInvalidKind {
 						p.reason = ReasonInvalidCACertificateRef
@@ -417,7 +417,7 @@ func (t *translator) readClientCertificate() {
 		return
 	}
 	ref := *t.gw.Spec.BackendTLS.ClientCertificateRef
-	secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef)
+	secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef, checkKeyPair)
 	if p != nil {
 		if p.reason == ReasonInvalidKind {
 			p.reason = ReasonInvalidClientCertificateRef
@@ -1041,7 +1041,7 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	reason := ReasonInvalidCACertificateRef
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		keys := t.caKeys(ref, p.Namespace)
-		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef)
+		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef, nil)
 		if prob != nil {
 			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
 				reason = prob.reason

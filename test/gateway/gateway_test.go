@@ -261,8 +261,9 @@ func TestMissingSecretThenCreated(t *testing.T) {
 		}
 		return false, nil
 	})
+	cert, key := framework.TestKeyPair()
 	_, err := kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "late-cert"}, StringData: map[string]string{"tls.crt": "CERT", "tls.key": "KEY"},
+		ObjectMeta: metav1.ObjectMeta{Name: "late-cert"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -165,7 +165,7 @@ func apply(t *testing.T, yaml string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString(yaml); err != nil {
+	if _, err := f.WriteString(framework.WithTestKeyPair(yaml)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
