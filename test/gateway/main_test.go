@@ -159,7 +159,7 @@ func namespace(t *testing.T, name string) {
 }
 
 // apply runs kubectl apply with the given YAML, as a user would.
-func apply(t *testing.T, yaml string) {
+func apply(t testing.TB, yaml string) {
 	t.Helper()
 	f, err := os.CreateTemp(workDir, "*.yaml")
 	if err != nil {
