@@ -346,13 +346,13 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-broker-2": {"ClusterIP", "9092"}, "my-cluster-broker-3": {"ClusterIP", "9092"},
 			},
 			vcs:     map[string]string{"my-cluster-bootstrap.my-namespace.svc.cluster.local": "my-cluster-broker-$(nodeId).my-namespace.svc.cluster.local"},
-			targets: []string{"my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"off-cluster access gives one LoadBalancer named after the route": {
 			in:       "scenario-2-off-cluster",
 			services: map[string]svc{"my-route": {"LoadBalancer", "9092"}},
 			vcs:      map[string]string{"my-cluster-bootstrap.example.com": "my-cluster-broker-$(nodeId).example.com"},
-			targets:  []string{"my-cluster.kafka:9093"},
+			targets:  []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"OpenShift ingress domains give per-host Services and passthrough Routes": {
 			in: "scenario-3-openshift-routes",
@@ -362,7 +362,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 			},
 			routes:  []string{"my-ingress-route-bootstrap.apps.example.com", "my-ingress-route-broker-0.apps.example.com", "my-ingress-route-broker-1.apps.example.com", "my-ingress-route-broker-2.apps.example.com"},
 			vcs:     map[string]string{"my-ingress-route-bootstrap.apps.example.com": "my-ingress-route-broker-$(nodeId).apps.example.com"},
-			targets: []string{"my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"in-cluster and off-cluster access together give both kinds": {
 			in: "scenario-4-in-and-off-cluster",
@@ -375,7 +375,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-bootstrap.my-namespace.svc.cluster.local": "my-cluster-broker-$(nodeId).my-namespace.svc.cluster.local",
 				"my-cluster-bootstrap.example.com":                    "my-cluster-broker-$(nodeId).example.com",
 			},
-			targets: []string{"my-cluster.kafka:9093", "my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093", "my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"multiple routes give a LoadBalancer and a virtual cluster each": {
 			in:       "scenario-5-multiple-routes",
@@ -384,7 +384,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-bootstrap.example.com":   "my-cluster-broker-$(nodeId).example.com",
 				"my-cluster-2-bootstrap.example.com": "my-cluster-2-broker-$(nodeId).example.com",
 			},
-			targets: []string{"my-cluster-2.kafka:9093", "my-cluster.kafka:9093"},
+			targets: []string{"my-cluster-2.kafka.svc.cluster.local.:9093", "my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 	}
 	for name, tc := range tests {

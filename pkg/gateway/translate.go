@@ -892,7 +892,13 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 	if svcPort == nil {
 		return "", nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no port %d", ns, name, b.Port)}
 	}
-	target := fmt.Sprintf("%s.%s:%d", name, ns, b.Port)
+	// A fully qualified name with the root dot: no resolv.conf search list or public DNS can
+	// turn it into another host.
+	domain := strings.Trim(t.s.Env.ClusterDomain, ".")
+	if domain == "" {
+		domain = "svc.cluster.local"
+	}
+	target := fmt.Sprintf("%s.%s.%s.:%d", name, ns, domain, b.Port)
 
 	var filters []config.Filter
 	for _, f := range rule.Filters {

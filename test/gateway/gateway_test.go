@@ -99,7 +99,7 @@ func TestSeedScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(cm.Data["proxy-config.yaml"], "targetBootstrap: my-cluster.kafka:9093") {
+			if !strings.Contains(cm.Data["proxy-config.yaml"], "targetBootstrap: my-cluster.kafka.svc.cluster.local.:9093") {
 				t.Errorf("the proxy configuration lacks the target bootstrap:\n%s", cm.Data["proxy-config.yaml"])
 			}
 			dep, err := kube.AppsV1().Deployments("my-namespace").Get(ctx, "simple", metav1.GetOptions{})
