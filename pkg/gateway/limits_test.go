@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 )
@@ -123,5 +124,32 @@ func TestGatewayObjectLimit(t *testing.T) {
 	}
 	if n := servicesOf(res, last); n != 0 {
 		t.Errorf("route %s has %d Services, want 0", last, n)
+	}
+}
+
+// A held gateway leaves its generated objects alone, but not a Secret copy whose ReferenceGrant
+// was withdrawn: only copies still permitted are kept.
+func TestHeldGatewayKeepsOnlyPermittedCopies(t *testing.T) {
+	s := limitsSnapshot()
+	other := kroxyliciousv1alpha1.Namespace("certs")
+	s.Gateway.Spec.Listeners[0].TLS.CertificateRefs = []kroxyliciousv1alpha1.SecretObjectReference{{Name: "shared", Namespace: &other}}
+	s.Gateway.Spec.Infrastructure = &kroxyliciousv1alpha1.GatewayInfrastructure{ParametersRef: &kroxyliciousv1alpha1.LocalParametersReference{
+		Group: "kroxylicious.io", Kind: "KafkaGatewayParameters", Name: "missing"}}
+	cert, key := testKeyPair()
+	shared := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "certs"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key}}
+	s.Secrets = append(s.Secrets, shared)
+
+	res := Translate(s)
+	if !res.Hold || res.KeepCopies == nil || len(res.KeepCopies) != 0 {
+		t.Fatalf("without a grant: hold %v, keep %v; want a hold that keeps no copy", res.Hold, res.KeepCopies)
+	}
+	s.ReferenceGrants = append(s.ReferenceGrants, &gatewayv1beta1.ReferenceGrant{ObjectMeta: metav1.ObjectMeta{Namespace: "certs", Name: "g"},
+		Spec: gatewayv1beta1.ReferenceGrantSpec{
+			From: []gatewayv1beta1.ReferenceGrantFrom{{Group: "kroxylicious.io", Kind: "KafkaGateway", Namespace: "ns"}},
+			To:   []gatewayv1beta1.ReferenceGrantTo{{Group: "", Kind: "Secret"}},
+		}})
+	res = Translate(s)
+	if !res.KeepCopies[copyName("gw", shared)] || len(res.KeepCopies) != 1 {
+		t.Errorf("with a grant: keep %v, want the copy of certs/shared", res.KeepCopies)
 	}
 }

@@ -201,6 +201,54 @@ func (t *translator) hold(res *Result, reason, message string) {
 	// Routes keep whatever status they had: nothing about them was decided.
 	res.RouteParents = nil
 	res.PolicyAncestors = nil
+	res.KeepCopies = t.permittedCopies()
+}
+
+// permittedCopies names the Secret copies the gateway's and the policies' references still
+// allow: the Secret exists, is visible, and is in the referrer's namespace or granted to it.
+func (t *translator) permittedCopies() map[string]bool {
+	keep := map[string]bool{}
+	add := func(ref kroxyliciousv1alpha1.SecretObjectReference, fromKind, fromNS string) {
+		if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+			return
+		}
+		ns := fromNS
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		name := string(ref.Name)
+		if ns == t.ns || !t.visible(ns) || !t.granted(kroxyliciousGroup, fromKind, fromNS, "", kindSecret, ns, name) {
+			return
+		}
+		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]; secret != nil {
+			keep[copyName(t.gw.Name, secret)] = true
+		}
+	}
+	for _, l := range t.gw.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		for _, ref := range l.TLS.CertificateRefs {
+			add(ref, kindGateway, t.ns)
+		}
+		if fv := l.TLS.FrontendValidation; fv != nil {
+			for _, ref := range fv.CACertificateRefs {
+				add(ref, kindGateway, t.ns)
+			}
+		}
+	}
+	if b := t.gw.Spec.BackendTLS; b != nil && b.ClientCertificateRef != nil {
+		add(*b.ClientCertificateRef, kindGateway, t.ns)
+	}
+	for _, p := range t.s.Policies {
+		if p == nil {
+			continue
+		}
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			add(ref, kindPolicy, p.Namespace)
+		}
+	}
+	return keep
 }
 
 func supportedKinds() []kroxyliciousv1alpha1.RouteGroupKind {

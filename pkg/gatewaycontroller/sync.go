@@ -74,6 +74,15 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if err := c.apply(ctx, gw, res); err != nil {
 			return err
 		}
+	} else if res.KeepCopies != nil {
+		// Held: generated objects stay, except Secret copies whose grant was withdrawn.
+		keep := map[gateway.ObjectKey]bool{}
+		for name := range res.KeepCopies {
+			keep[gateway.ObjectKey{Kind: gateway.KindSecret, Name: name}] = true
+		}
+		if _, err := c.prune(ctx, gw, []string{gateway.KindSecret}, keep); err != nil {
+			return err
+		}
 	}
 	if err := c.writeStatus(ctx, gw, res); err != nil {
 		return err
