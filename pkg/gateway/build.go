@@ -322,6 +322,8 @@ func (t *translator) gatewayStatus(res *Result, problems []string, deploymentRea
 		st.Listeners = st.Listeners[:64]
 	}
 	switch {
+	case len(notAccepted) == 0 && len(t.notAllowed) > 0:
+		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonNotAllowedByOperator, "the gateway is accepted; not applied, as the operator does not allow them: "+strings.Join(t.notAllowed, "; "), t.gen))
 	case len(notAccepted) == 0:
 		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the gateway is accepted", t.gen))
 	case valid > 0:
@@ -380,10 +382,14 @@ func (t *translator) meta(name, route string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: name, Namespace: t.ns, Labels: map[string]string{}, Annotations: map[string]string{}}
 	if inf := t.gw.Spec.Infrastructure; inf != nil {
 		for k, v := range inf.Labels {
-			m.Labels[k] = v
+			if t.metadataAllowed(k) {
+				m.Labels[k] = v
+			}
 		}
 		for k, v := range inf.Annotations {
-			m.Annotations[k] = v
+			if t.metadataAllowed(k) {
+				m.Annotations[k] = v
+			}
 		}
 	}
 	m.Labels[LabelManagedBy] = ManagedByValue

@@ -40,6 +40,9 @@ type testEnvironment struct {
 	Foreign           []ObjectKey `json:"foreign"`
 	Gateway           string      `json:"gateway"`
 	FilterTypes       []string    `json:"filterTypes"`
+	// AllowedMetadataPrefixes and AllowedIngressDomains are the operator's restriction flags.
+	AllowedMetadataPrefixes []string `json:"allowedMetadataPrefixes"`
+	AllowedIngressDomains   []string `json:"allowedIngressDomains"`
 }
 
 // loadCase reads a case: Kubernetes objects, "kind: Include" documents (path relative to the
@@ -164,6 +167,8 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	}
 	s.Env.VisibleNamespaces = env.VisibleNamespaces
 	s.Env.FilterTypes = env.FilterTypes
+	s.Env.AllowedMetadataPrefixes = env.AllowedMetadataPrefixes
+	s.Env.AllowedIngressDomains = env.AllowedIngressDomains
 	if env.TLSRouteTimeout != "" {
 		d, err := time.ParseDuration(env.TLSRouteTimeout)
 		if err != nil {

@@ -31,6 +31,10 @@ type translator struct {
 	ingressDomains []string
 	parentRefs     []kroxyliciousv1alpha1.GatewayParentReference
 	limits         config.Limits
+	// notAllowed lists what the operator's flags keep the gateway from using, for its status;
+	// deniedDomains are ingress domains among them.
+	notAllowed    []string
+	deniedDomains []string
 
 	services map[types.NamespacedName]*corev1.Service
 	secrets  map[types.NamespacedName]*corev1.Secret
@@ -172,6 +176,7 @@ func (t *translator) translate(res *Result) {
 		t.hold(res, ReasonInvalidParameters, msg)
 		return
 	}
+	t.checkMetadata()
 	t.readListeners()
 	t.readClientCertificate()
 	t.attachRoutes(res)
@@ -302,9 +307,78 @@ func (t *translator) readParameters() (string, bool) {
 	if msg, ok := t.readLimits(spec.Limits); !ok {
 		return msg, false
 	}
-	t.ingressDomains = spec.IngressDomains
+	t.ingressDomains = nil
+	for _, d := range spec.IngressDomains {
+		if domainAllowed(d, t.s.Env.AllowedIngressDomains) {
+			t.ingressDomains = append(t.ingressDomains, d)
+		} else {
+			t.deniedDomains = append(t.deniedDomains, d)
+			t.notAllowed = append(t.notAllowed, fmt.Sprintf("ingress domain %s (allowed: %s)", d, strings.Join(t.s.Env.AllowedIngressDomains, ", ")))
+		}
+	}
 	t.parentRefs = spec.ParentRefs
 	return "", true
+}
+
+// checkMetadata records the infrastructure labels and annotations the operator does not allow.
+func (t *translator) checkMetadata() {
+	inf := t.gw.Spec.Infrastructure
+	if inf == nil || t.s.Env.AllowedMetadataPrefixes == nil {
+		return
+	}
+	for _, kv := range []struct {
+		what string
+		m    map[string]string
+	}{{"label", inf.Labels}, {"annotation", inf.Annotations}} {
+		keys := make([]string, 0, len(kv.m))
+		for k := range kv.m {
+			if !t.metadataAllowed(k) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			t.notAllowed = append(t.notAllowed, fmt.Sprintf("%s %s (allowed prefixes: %s)", kv.what, k, strings.Join(t.s.Env.AllowedMetadataPrefixes, ", ")))
+		}
+	}
+}
+
+// metadataAllowed reports whether an infrastructure label or annotation key may be applied.
+func (t *translator) metadataAllowed(key string) bool {
+	if t.s.Env.AllowedMetadataPrefixes == nil {
+		return true
+	}
+	for _, p := range t.s.Env.AllowedMetadataPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// domainAllowed reports whether an ingress domain is one of allowed or under one; nil allows all.
+func domainAllowed(domain string, allowed []string) bool {
+	if allowed == nil {
+		return true
+	}
+	for _, a := range allowed {
+		a = strings.Trim(a, ".")
+		if domain == a || strings.HasSuffix(domain, "."+a) {
+			return true
+		}
+	}
+	return false
+}
+
+// deniedDomain returns the denied ingress domain a hostname pattern is under, or "".
+func (t *translator) deniedDomain(pattern string) string {
+	_, rest, _ := strings.Cut(pattern, ".")
+	for _, d := range t.deniedDomains {
+		if rest == d || strings.HasSuffix(rest, "."+d) {
+			return d
+		}
+	}
+	return ""
 }
 
 // readLimits copies the parameters' limits into the proxy configuration's; the proxy's defaults
@@ -671,6 +745,9 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	// Hostnames.
 	var hosts []Host
 	for _, hn := range pr.Hostnames {
+		if d := t.deniedDomain(string(hn)); d != "" {
+			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("hostname %s is under ingress domain %s, which the operator does not allow", hn, d)}, t.resolveRefsOnly(route, pr)
+		}
 		h, err := ResolveHost(string(hn), t.ns, t.s.Env.ClusterDomain, t.ingressDomains, len(t.parentRefs) > 0)
 		if err != nil {
 			return &refProblem{ReasonUnsupportedValue, err.Error()}, t.resolveRefsOnly(route, pr)

@@ -98,13 +98,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Snapshot, error) {
 	ns := gw.Namespace
 	s := &gateway.Snapshot{Gateway: gw, Env: gateway.Environment{
-		ClusterDomain:   c.env.Options.ClusterDomain,
-		ProxyImage:      c.env.Options.ProxyImage,
-		FilterTypes:     c.env.Options.ProxyFilterTypes,
-		OpenShiftRoutes: c.osRoutes.Ready(),
-		TLSRoutes:       c.tlsRoutes.Ready(),
-		TLSRouteTimeout: c.env.Options.TLSRouteAttachTimeout,
-		Now:             c.clock.Now(),
+		ClusterDomain: c.env.Options.ClusterDomain,
+		ProxyImage:    c.env.Options.ProxyImage,
+		FilterTypes:   c.env.Options.ProxyFilterTypes,
+
+		AllowedMetadataPrefixes: c.env.Options.AllowedMetadataPrefixes,
+		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
+		OpenShiftRoutes:         c.osRoutes.Ready(),
+		TLSRoutes:               c.tlsRoutes.Ready(),
+		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
+		Now:                     c.clock.Now(),
 	}}
 	if c.env.Informers.Namespace != "" {
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
