@@ -53,7 +53,7 @@ func hugeRoute(hostnames, lists, perList int) string {
 		b.WriteString("    - advertisedBrokerIds: [")
 		for i := range perList {
 			if i > 0 {
-				b.WriteString(",")
+				b.WriteString(", ")
 			}
 			fmt.Fprint(&b, l*perList+i)
 		}

@@ -199,7 +199,7 @@ func hugeRoute(ns string) string {
 		b.WriteString("    - advertisedBrokerIds: [")
 		for i := range 1024 {
 			if i > 0 {
-				b.WriteString(",")
+				b.WriteString(", ")
 			}
 			fmt.Fprint(&b, l*1024+i)
 		}
