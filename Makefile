@@ -70,6 +70,9 @@ bench: controlplane ## Benchmarks: figures side by side from one run, not pass/f
 	@echo "== gateway: 200 routes x 10 brokers applied against the local control plane, then idle writes"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway
+	@echo "== gateway: operator heap and RSS with 20,000 unrelated Secrets of 4 KiB in the cluster"
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	  $(GO) test -count=1 -run '^$$' -bench BenchmarkOperatorMemory20kSecrets -benchtime=1x -timeout 30m ./test/gateway
 	@echo "== binding: 5,000 KafkaConnections to Ready, CA renewal, peak memory, idle writes (about 8 minutes)"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding

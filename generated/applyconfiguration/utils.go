@@ -118,6 +118,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.PolicyStatusApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("PolicyTargetReference"):
 		return &applyconfigurationkroxyliciousv1alpha1.PolicyTargetReferenceApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ProxyLimits"):
+		return &applyconfigurationkroxyliciousv1alpha1.ProxyLimitsApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteGroupKind"):
 		return &applyconfigurationkroxyliciousv1alpha1.RouteGroupKindApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteParentStatus"):

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
@@ -62,7 +64,9 @@ type RouteInput struct {
 	// hostnames outside the cluster domain need them (ingress domains, Gateway API parents).
 	Parameters map[string]*kroxyliciousv1alpha1.KafkaGatewayParameters
 	// Secrets are the Secrets the binding may read (the listener certificates and the CA Secret),
-	// by namespace/name. Only their ca.crt and tls.crt entries are read.
+	// by namespace/name. Only their ca.crt and tls.crt entries are read. A listener certificate
+	// Secret the gateway may not use (another namespace, no ReferenceGrant) must be left out:
+	// see GatewayMayUseSecret.
 	Secrets map[string]*SecretData
 	// RequestedListener is spec.kafka.listener.name: a gateway listener (sectionName).
 	RequestedListener string
@@ -462,7 +466,10 @@ func routeTrust(in RouteInput, rc RouteChoice) (*SecretData, *Failure) {
 	}
 	where := fmt.Sprintf("listener %q of KafkaGateway %s/%s", rc.Listener.Name, rc.Gateway.Namespace, rc.Gateway.Name)
 	if len(present) == 0 {
-		return nil, fail(ReasonCACertificateMissing, fmt.Sprintf("the certificate Secret of %s (%s) does not exist", where, strings.Join(keys, ", ")))
+		// One message whether the Secret is missing or the gateway may not use it (another
+		// namespace without a ReferenceGrant): a connection learns nothing about other
+		// namespaces' Secrets.
+		return nil, fail(ReasonCACertificateMissing, fmt.Sprintf("the certificate Secret of %s (%s) does not exist, or is in another namespace and no ReferenceGrant lets the KafkaGateway use it", where, strings.Join(keys, ", ")))
 	}
 	if len(present) > 1 {
 		// The proxy presents, per host, a certificate whose names cover it: trust the CAs of those.
@@ -538,4 +545,40 @@ func quotedList(names []string) string {
 		q[i] = strconv.Quote(n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// GatewayMayUseSecret reports whether KafkaGateway gw may use the Secret namespace/name key as a
+// listener certificate: the rule pkg/gateway applies (same namespace, or a ReferenceGrant in the
+// Secret's namespace from KafkaGateways of the gateway's namespace to that Secret). grants are the
+// ReferenceGrants of the Secret's namespace. A binding reads the CA only of such Secrets, so a
+// route cannot be used to read ca.crt from any Secret in the cluster.
+func GatewayMayUseSecret(gw *kroxyliciousv1alpha1.KafkaGateway, key string, grants []*gatewayv1beta1.ReferenceGrant) bool {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	if ns == gw.Namespace {
+		return true
+	}
+	for _, g := range grants {
+		if g == nil || g.Namespace != ns {
+			continue
+		}
+		fromOK := false
+		for _, f := range g.Spec.From {
+			if string(f.Group) == routeGroup && string(f.Kind) == routeGatewayKind && string(f.Namespace) == gw.Namespace {
+				fromOK = true
+				break
+			}
+		}
+		if !fromOK {
+			continue
+		}
+		for _, t := range g.Spec.To {
+			if string(t.Group) == "" && string(t.Kind) == "Secret" && (t.Name == nil || string(*t.Name) == name) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -306,7 +306,7 @@ func TestBuildRouteFailures(t *testing.T) {
 		},
 		"a missing certificate Secret": {
 			edit:       func(in *RouteInput) { delete(in.Secrets, "apps/my-cert") },
-			wantReason: ReasonCACertificateMissing, wantMessage: `the certificate Secret of listener "tls" of KafkaGateway apps/simple (apps/my-cert) does not exist`,
+			wantReason: ReasonCACertificateMissing, wantMessage: `the certificate Secret of listener "tls" of KafkaGateway apps/simple (apps/my-cert) does not exist, or is in another namespace and no ReferenceGrant lets the KafkaGateway use it`,
 		},
 		"a certificate Secret without ca.crt": {
 			edit:       func(in *RouteInput) { delete(in.Secrets["apps/my-cert"].Data, "ca.crt") },

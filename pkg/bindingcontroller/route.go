@@ -3,6 +3,7 @@ package bindingcontroller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -267,7 +268,32 @@ func (r *reconciler) connectionsForRouteGrant(obj any) []cache.ObjectName {
 	if !ok {
 		return nil
 	}
-	return r.byIndex(indexRouteGrantNamespace, m.GetNamespace())
+	keys := r.byIndex(indexRouteGrantNamespace, m.GetNamespace())
+	// A grant also decides which listener certificates of other namespaces a gateway may use.
+	var gateways []cache.ObjectName
+	for _, obj := range r.route.gatewayIdx.List() {
+		gw, ok := obj.(*kroxyliciousv1alpha1.KafkaGateway)
+		if !ok || gw.Namespace == m.GetNamespace() {
+			continue
+		}
+		for _, key := range binding.CertificateSecrets(gw) {
+			if strings.HasPrefix(key, m.GetNamespace()+"/") {
+				gateways = append(gateways, cache.NewObjectName(gw.Namespace, gw.Name))
+				break
+			}
+		}
+	}
+	return append(keys, r.connectionsForGateways(gateways)...)
+}
+
+// gatewayMayUseSecret applies binding.GatewayMayUseSecret with the ReferenceGrants of the
+// Secret's namespace.
+func (r *reconciler) gatewayMayUseSecret(gw *kroxyliciousv1alpha1.KafkaGateway, key string) bool {
+	var grants []*gatewayv1beta1.ReferenceGrant
+	if ns, _, ok := strings.Cut(key, "/"); ok && ns != gw.Namespace {
+		grants = r.grantsIn(ns)
+	}
+	return binding.GatewayMayUseSecret(gw, key, grants)
 }
 
 // buildRoute computes the binding of a connection that names a KafkaRoute. wait is true when
@@ -328,7 +354,9 @@ func (r *reconciler) buildRoute(conn *kafkav1beta2.KafkaConnection) (res binding
 				}
 			}
 			for _, key := range binding.CertificateSecrets(gw) {
-				r.route.addSecret(in.Secrets, key)
+				if r.gatewayMayUseSecret(gw, key) {
+					r.route.addSecret(in.Secrets, key)
+				}
 			}
 		}
 	}

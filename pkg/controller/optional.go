@@ -257,3 +257,24 @@ func (o *OptionalInformer) Lister() cache.GenericLister {
 	gvr, _ := o.GVR()
 	return cache.NewGenericLister(idx, gvr.GroupResource())
 }
+
+// NewServedOptionalInformer is an optional informer whose resource is served and whose synced
+// cache is indexer, for unit tests of code that reads an optional cache. Only its read side
+// (Served, Ready, HasSynced, Indexer, Lister) works.
+func NewServedOptionalInformer(what string, indexer cache.Indexer) *OptionalInformer {
+	o := NewOptionalInformer(OptionalConfig{What: what})
+	var inf cache.SharedIndexInformer = staticInformer{indexer: indexer}
+	o.informer.Store(&inf)
+	o.resolved.Store(true)
+	o.servedAtStart.Store(true)
+	return o
+}
+
+// staticInformer is a synced informer over a fixed cache; its other methods are not for use.
+type staticInformer struct {
+	cache.SharedIndexInformer
+	indexer cache.Indexer
+}
+
+func (s staticInformer) GetIndexer() cache.Indexer { return s.indexer }
+func (s staticInformer) HasSynced() bool           { return true }

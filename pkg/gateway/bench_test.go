@@ -22,7 +22,8 @@ func BenchmarkTranslate200Routes(b *testing.B) {
 			TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{CertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}}},
 		}}},
 	}
-	s.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "cert", Namespace: "ns"}, Data: map[string][]byte{"tls.crt": nil, "tls.key": nil}}}
+	cert, key := testKeyPair()
+	s.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "cert", Namespace: "ns"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key}}}
 	s.Services = []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: "ns"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9093}}}}}
 	ids := []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	for i := range 200 {

@@ -58,7 +58,7 @@ func (t *translator) build(res *Result) {
 	}
 
 	// The proxy configuration.
-	cfg := &config.Config{Version: config.Version, Management: config.Management{Port: t.managementPort, Metrics: t.metrics}}
+	cfg := &config.Config{Version: config.Version, Management: config.Management{Port: t.managementPort, Metrics: t.metrics}, Limits: t.limits}
 	for _, l := range t.listeners {
 		if l.accepted != nil || !l.usable || t.byName[string(l.spec.Name)] != l {
 			continue
@@ -322,6 +322,8 @@ func (t *translator) gatewayStatus(res *Result, problems []string, deploymentRea
 		st.Listeners = st.Listeners[:64]
 	}
 	switch {
+	case len(notAccepted) == 0 && len(t.notAllowed) > 0:
+		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonNotAllowedByOperator, "the gateway is accepted; not applied, as the operator does not allow them: "+strings.Join(t.notAllowed, "; "), t.gen))
 	case len(notAccepted) == 0:
 		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the gateway is accepted", t.gen))
 	case valid > 0:
@@ -380,10 +382,14 @@ func (t *translator) meta(name, route string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: name, Namespace: t.ns, Labels: map[string]string{}, Annotations: map[string]string{}}
 	if inf := t.gw.Spec.Infrastructure; inf != nil {
 		for k, v := range inf.Labels {
-			m.Labels[k] = v
+			if t.metadataAllowed(k) {
+				m.Labels[k] = v
+			}
 		}
 		for k, v := range inf.Annotations {
-			m.Annotations[k] = v
+			if t.metadataAllowed(k) {
+				m.Annotations[k] = v
+			}
 		}
 	}
 	m.Labels[LabelManagedBy] = ManagedByValue
@@ -486,18 +492,21 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics
-// switch, filter configuration and the Secrets filters read. Listener certificates, trust
+// switch, filter configuration and the UID and resourceVersion of the Secrets filters read. Listener certificates, trust
 // anchors and virtual clusters reload from disk, so they are left out and never roll the pods.
 func (t *translator) restartChecksum(cfg *config.Config) string {
 	type filterInput struct {
 		VirtualCluster string          `json:"vc"`
 		Filters        []config.Filter `json:"filters"`
 	}
+	// Filter Secrets enter by identity and version, not by value: the annotation is readable by
+	// anyone who can read the Deployment, and a hash of secret material would let them test
+	// guesses of it. A new resourceVersion (any change) or UID (recreated) rolls the pods.
 	in := struct {
-		Management config.Management            `json:"management"`
-		Filters    []filterInput                `json:"filters,omitempty"`
-		Secrets    map[string]map[string][]byte `json:"secrets,omitempty"`
-	}{Management: cfg.Management, Secrets: map[string]map[string][]byte{}}
+		Management config.Management `json:"management"`
+		Filters    []filterInput     `json:"filters,omitempty"`
+		Secrets    map[string]string `json:"secrets,omitempty"`
+	}{Management: cfg.Management, Secrets: map[string]string{}}
 	for _, vc := range cfg.VirtualClusters {
 		if len(vc.Filters) > 0 {
 			in.Filters = append(in.Filters, filterInput{vc.Name, vc.Filters})
@@ -505,7 +514,7 @@ func (t *translator) restartChecksum(cfg *config.Config) string {
 	}
 	for name := range t.filterSecret {
 		if s := t.secrets[types.NamespacedName{Namespace: t.ns, Name: name}]; s != nil {
-			in.Secrets[name] = s.Data
+			in.Secrets[name] = string(s.UID) + "/" + s.ResourceVersion
 		}
 	}
 	b, _ := json.Marshal(in) // maps marshal with sorted keys, so the sum is stable

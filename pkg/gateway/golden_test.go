@@ -40,6 +40,9 @@ type testEnvironment struct {
 	Foreign           []ObjectKey `json:"foreign"`
 	Gateway           string      `json:"gateway"`
 	FilterTypes       []string    `json:"filterTypes"`
+	// AllowedMetadataPrefixes and AllowedIngressDomains are the operator's restriction flags.
+	AllowedMetadataPrefixes []string `json:"allowedMetadataPrefixes"`
+	AllowedIngressDomains   []string `json:"allowedIngressDomains"`
 }
 
 // loadCase reads a case: Kubernetes objects, "kind: Include" documents (path relative to the
@@ -119,6 +122,16 @@ func loadCase(t *testing.T, path string) *Snapshot {
 					}
 					o.Data[k] = []byte(v)
 				}
+				// CERT and KEY stand for a valid key pair (testdata/common/tls.crt and tls.key),
+				// as the translator checks that listener and client certificates parse.
+				for k, v := range o.Data {
+					switch string(v) {
+					case "CERT":
+						o.Data[k] = goldenFile(t, "common/tls.crt")
+					case "KEY":
+						o.Data[k] = goldenFile(t, "common/tls.key")
+					}
+				}
 				o.StringData = nil
 				s.Secrets = append(s.Secrets, o)
 			case "Service":
@@ -154,6 +167,8 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	}
 	s.Env.VisibleNamespaces = env.VisibleNamespaces
 	s.Env.FilterTypes = env.FilterTypes
+	s.Env.AllowedMetadataPrefixes = env.AllowedMetadataPrefixes
+	s.Env.AllowedIngressDomains = env.AllowedIngressDomains
 	if env.TLSRouteTimeout != "" {
 		d, err := time.ParseDuration(env.TLSRouteTimeout)
 		if err != nil {
@@ -336,13 +351,13 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-broker-2": {"ClusterIP", "9092"}, "my-cluster-broker-3": {"ClusterIP", "9092"},
 			},
 			vcs:     map[string]string{"my-cluster-bootstrap.my-namespace.svc.cluster.local": "my-cluster-broker-$(nodeId).my-namespace.svc.cluster.local"},
-			targets: []string{"my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"off-cluster access gives one LoadBalancer named after the route": {
 			in:       "scenario-2-off-cluster",
 			services: map[string]svc{"my-route": {"LoadBalancer", "9092"}},
 			vcs:      map[string]string{"my-cluster-bootstrap.example.com": "my-cluster-broker-$(nodeId).example.com"},
-			targets:  []string{"my-cluster.kafka:9093"},
+			targets:  []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"OpenShift ingress domains give per-host Services and passthrough Routes": {
 			in: "scenario-3-openshift-routes",
@@ -352,7 +367,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 			},
 			routes:  []string{"my-ingress-route-bootstrap.apps.example.com", "my-ingress-route-broker-0.apps.example.com", "my-ingress-route-broker-1.apps.example.com", "my-ingress-route-broker-2.apps.example.com"},
 			vcs:     map[string]string{"my-ingress-route-bootstrap.apps.example.com": "my-ingress-route-broker-$(nodeId).apps.example.com"},
-			targets: []string{"my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"in-cluster and off-cluster access together give both kinds": {
 			in: "scenario-4-in-and-off-cluster",
@@ -365,7 +380,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-bootstrap.my-namespace.svc.cluster.local": "my-cluster-broker-$(nodeId).my-namespace.svc.cluster.local",
 				"my-cluster-bootstrap.example.com":                    "my-cluster-broker-$(nodeId).example.com",
 			},
-			targets: []string{"my-cluster.kafka:9093", "my-cluster.kafka:9093"},
+			targets: []string{"my-cluster.kafka.svc.cluster.local.:9093", "my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 		"multiple routes give a LoadBalancer and a virtual cluster each": {
 			in:       "scenario-5-multiple-routes",
@@ -374,7 +389,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 				"my-cluster-bootstrap.example.com":   "my-cluster-broker-$(nodeId).example.com",
 				"my-cluster-2-bootstrap.example.com": "my-cluster-2-broker-$(nodeId).example.com",
 			},
-			targets: []string{"my-cluster-2.kafka:9093", "my-cluster.kafka:9093"},
+			targets: []string{"my-cluster-2.kafka.svc.cluster.local.:9093", "my-cluster.kafka.svc.cluster.local.:9093"},
 		},
 	}
 	for name, tc := range tests {
@@ -425,4 +440,13 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 			}
 		})
 	}
+}
+
+func goldenFile(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

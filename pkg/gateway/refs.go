@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -70,7 +71,7 @@ func (p *refProblem) Error() string { return p.message }
 // and returns the name of the Secret to mount in the gateway's namespace: the Secret itself, or,
 // across namespaces (allowed by a ReferenceGrant), a copy of just those keys, because a pod can
 // mount Secrets of its own namespace only. missingReason is the reason for a missing Secret or key.
-func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, fromGroup, fromKind, fromNS string, keys []string, missingReason string) (string, *refProblem) {
+func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, fromGroup, fromKind, fromNS string, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
 	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
 		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
 	}
@@ -101,6 +102,11 @@ func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, f
 	}
 	if len(missing) > 0 {
 		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
+	}
+	if check != nil {
+		if err := check(secret); err != nil {
+			return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s: %v", ns, name, err)}
+		}
 	}
 	if ns == t.ns {
 		return name, nil
@@ -135,4 +141,21 @@ func (t *translator) copySecret(secret *corev1.Secret, keys []string) string {
 		}
 	}
 	return name
+}
+
+// secretValue is a key of a Secret, from Data or, in objects not read from the API, StringData.
+func secretValue(s *corev1.Secret, key string) []byte {
+	if v, ok := s.Data[key]; ok {
+		return v
+	}
+	return []byte(s.StringData[key])
+}
+
+// checkKeyPair refuses a Secret whose tls.crt and tls.key are not a PEM certificate chain and the
+// private key that matches it: the proxy would refuse the file or serve nothing.
+func checkKeyPair(s *corev1.Secret) error {
+	if _, err := tls.X509KeyPair(secretValue(s, corev1.TLSCertKey), secretValue(s, corev1.TLSPrivateKeyKey)); err != nil {
+		return fmt.Errorf("tls.crt and tls.key are not a PEM certificate and its private key: %v", err)
+	}
+	return nil
 }

@@ -30,6 +30,11 @@ type translator struct {
 	metrics        bool
 	ingressDomains []string
 	parentRefs     []kroxyliciousv1alpha1.GatewayParentReference
+	limits         config.Limits
+	// notAllowed lists what the operator's flags keep the gateway from using, for its status;
+	// deniedDomains are ingress domains among them.
+	notAllowed    []string
+	deniedDomains []string
 
 	services map[types.NamespacedName]*corev1.Service
 	secrets  map[types.NamespacedName]*corev1.Secret
@@ -171,6 +176,7 @@ func (t *translator) translate(res *Result) {
 		t.hold(res, ReasonInvalidParameters, msg)
 		return
 	}
+	t.checkMetadata()
 	t.readListeners()
 	t.readClientCertificate()
 	t.attachRoutes(res)
@@ -200,6 +206,54 @@ func (t *translator) hold(res *Result, reason, message string) {
 	// Routes keep whatever status they had: nothing about them was decided.
 	res.RouteParents = nil
 	res.PolicyAncestors = nil
+	res.KeepCopies = t.permittedCopies()
+}
+
+// permittedCopies names the Secret copies the gateway's and the policies' references still
+// allow: the Secret exists, is visible, and is in the referrer's namespace or granted to it.
+func (t *translator) permittedCopies() map[string]bool {
+	keep := map[string]bool{}
+	add := func(ref kroxyliciousv1alpha1.SecretObjectReference, fromKind, fromNS string) {
+		if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+			return
+		}
+		ns := fromNS
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		name := string(ref.Name)
+		if ns == t.ns || !t.visible(ns) || !t.granted(kroxyliciousGroup, fromKind, fromNS, "", kindSecret, ns, name) {
+			return
+		}
+		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]; secret != nil {
+			keep[copyName(t.gw.Name, secret)] = true
+		}
+	}
+	for _, l := range t.gw.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		for _, ref := range l.TLS.CertificateRefs {
+			add(ref, kindGateway, t.ns)
+		}
+		if fv := l.TLS.FrontendValidation; fv != nil {
+			for _, ref := range fv.CACertificateRefs {
+				add(ref, kindGateway, t.ns)
+			}
+		}
+	}
+	if b := t.gw.Spec.BackendTLS; b != nil && b.ClientCertificateRef != nil {
+		add(*b.ClientCertificateRef, kindGateway, t.ns)
+	}
+	for _, p := range t.s.Policies {
+		if p == nil {
+			continue
+		}
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			add(ref, kindPolicy, p.Namespace)
+		}
+	}
+	return keep
 }
 
 func supportedKinds() []kroxyliciousv1alpha1.RouteGroupKind {
@@ -250,8 +304,127 @@ func (t *translator) readParameters() (string, bool) {
 	if t.managementPort < 1 || t.managementPort > 65535 {
 		return fmt.Sprintf("management port %d is out of range", t.managementPort), false
 	}
-	t.ingressDomains = spec.IngressDomains
+	if msg, ok := t.readLimits(spec.Limits); !ok {
+		return msg, false
+	}
+	t.ingressDomains = nil
+	for _, d := range spec.IngressDomains {
+		if domainAllowed(d, t.s.Env.AllowedIngressDomains) {
+			t.ingressDomains = append(t.ingressDomains, d)
+		} else {
+			t.deniedDomains = append(t.deniedDomains, d)
+			t.notAllowed = append(t.notAllowed, fmt.Sprintf("ingress domain %s (allowed: %s)", d, strings.Join(t.s.Env.AllowedIngressDomains, ", ")))
+		}
+	}
 	t.parentRefs = spec.ParentRefs
+	return "", true
+}
+
+// checkMetadata records the infrastructure labels and annotations the operator does not allow.
+func (t *translator) checkMetadata() {
+	inf := t.gw.Spec.Infrastructure
+	if inf == nil || t.s.Env.AllowedMetadataPrefixes == nil {
+		return
+	}
+	for _, kv := range []struct {
+		what string
+		m    map[string]string
+	}{{"label", inf.Labels}, {"annotation", inf.Annotations}} {
+		keys := make([]string, 0, len(kv.m))
+		for k := range kv.m {
+			if !t.metadataAllowed(k) {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			t.notAllowed = append(t.notAllowed, fmt.Sprintf("%s %s (allowed prefixes: %s)", kv.what, k, strings.Join(t.s.Env.AllowedMetadataPrefixes, ", ")))
+		}
+	}
+}
+
+// metadataAllowed reports whether an infrastructure label or annotation key may be applied.
+func (t *translator) metadataAllowed(key string) bool {
+	if t.s.Env.AllowedMetadataPrefixes == nil {
+		return true
+	}
+	for _, p := range t.s.Env.AllowedMetadataPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// domainAllowed reports whether an ingress domain is one of allowed or under one; nil allows all.
+func domainAllowed(domain string, allowed []string) bool {
+	if allowed == nil {
+		return true
+	}
+	for _, a := range allowed {
+		a = strings.Trim(a, ".")
+		if domain == a || strings.HasSuffix(domain, "."+a) {
+			return true
+		}
+	}
+	return false
+}
+
+// deniedDomain returns the denied ingress domain a hostname pattern is under, or "".
+func (t *translator) deniedDomain(pattern string) string {
+	_, rest, _ := strings.Cut(pattern, ".")
+	for _, d := range t.deniedDomains {
+		if rest == d || strings.HasSuffix(rest, "."+d) {
+			return d
+		}
+	}
+	return ""
+}
+
+// readLimits copies the parameters' limits into the proxy configuration's; the proxy's defaults
+// fill what is left out.
+func (t *translator) readLimits(l *kroxyliciousv1alpha1.ProxyLimits) (string, bool) {
+	if l == nil {
+		return "", true
+	}
+	ints := []struct {
+		name string
+		in   *int32
+		out  *int32
+	}{
+		{"maxConnections", l.MaxConnections, &t.limits.MaxConnections},
+		{"maxConnectionsPerSource", l.MaxConnectionsPerSource, &t.limits.MaxConnectionsPerSource},
+		{"handshakesPerSecond", l.HandshakesPerSecond, &t.limits.HandshakesPerSecond},
+		{"maxFrameBytes", l.MaxFrameBytes, &t.limits.MaxFrameBytes},
+	}
+	for _, f := range ints {
+		if f.in == nil {
+			continue
+		}
+		if *f.in < 1 {
+			return fmt.Sprintf("limits.%s must be positive", f.name), false
+		}
+		*f.out = *f.in
+	}
+	durations := []struct {
+		name string
+		in   *kroxyliciousv1alpha1.LimitDuration
+		out  *config.Duration
+	}{
+		{"idleTimeout", l.IdleTimeout, &t.limits.IdleTimeout},
+		{"firstRequestTimeout", l.FirstRequestTimeout, &t.limits.FirstRequestTimeout},
+		{"writeTimeout", l.WriteTimeout, &t.limits.WriteTimeout},
+	}
+	for _, f := range durations {
+		if f.in == nil {
+			continue
+		}
+		d, err := time.ParseDuration(string(*f.in))
+		if err != nil || d <= 0 {
+			return fmt.Sprintf("limits.%s %q is not a positive duration", f.name, *f.in), false
+		}
+		f.out.Duration = d
+	}
 	return "", true
 }
 
@@ -302,7 +475,7 @@ func (t *translator) readListeners() {
 
 		var problems []*refProblem
 		for _, ref := range spec.TLS.CertificateRefs {
-			secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef)
+			secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef, checkKeyPair)
 			if p != nil {
 				if p.reason == ReasonInvalidKind {
 					p.reason = ReasonInvalidCertificateRef
@@ -315,7 +488,7 @@ func (t *translator) readListeners() {
 		}
 		if fv := spec.TLS.FrontendValidation; fv != nil {
 			for _, ref := range fv.CACertificateRefs {
-				secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef)
+				secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef, nil)
 				if p != nil {
 					if p.reason == ReasonInvalidKind {
 						p.reason = ReasonInvalidCACertificateRef
@@ -366,7 +539,7 @@ func (t *translator) readClientCertificate() {
 		return
 	}
 	ref := *t.gw.Spec.BackendTLS.ClientCertificateRef
-	secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef)
+	secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef, checkKeyPair)
 	if p != nil {
 		if p.reason == ReasonInvalidKind {
 			p.reason = ReasonInvalidClientCertificateRef
@@ -413,11 +586,17 @@ func (t *translator) attachRoutes(res *Result) {
 			continue
 		}
 		parents := []kroxyliciousv1alpha1.RouteParentStatus{}
+		tooBig := routeLimitProblem(route)
 		for _, pr := range route.Spec.ParentRefs {
 			if !t.refersTo(pr) {
 				continue
 			}
-			accepted, resolved := t.attach(route, pr)
+			var accepted, resolved *refProblem
+			if tooBig != nil {
+				accepted = tooBig
+			} else {
+				accepted, resolved = t.attach(route, pr)
+			}
 			ref := kroxyliciousv1alpha1.ParentReference{Group: pr.Group, Kind: pr.Kind, Name: pr.Name, SectionName: pr.SectionName}
 			if ref.Group == nil {
 				g := kroxyliciousGroup
@@ -446,14 +625,48 @@ func (t *translator) attachRoutes(res *Result) {
 	}
 }
 
+// MaxGeneratedObjectsPerGateway bounds the Services, OpenShift Routes and TLSRoutes one gateway
+// generates for its routes. A parentRef that could go over it is not accepted (LimitExceeded);
+// the routes attached before it keep working.
+const MaxGeneratedObjectsPerGateway = 16384
+
+// brokerIDCount counts the broker ids of a parentRef as the schema does: every entry of every list.
+func brokerIDCount(pr kroxyliciousv1alpha1.KafkaRouteParentReference) int {
+	n := 0
+	for _, b := range pr.Brokers {
+		n += len(b.AdvertisedBrokerIds)
+	}
+	return n
+}
+
+// routeLimitProblem applies the schema's route limits again, for routes stored before them: a
+// route over a limit is not served on any parentRef.
+func routeLimitProblem(route *kroxyliciousv1alpha1.KafkaRoute) *refProblem {
+	hosts := 0
+	for _, pr := range route.Spec.ParentRefs {
+		ids := brokerIDCount(pr)
+		if ids > kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef {
+			return &refProblem{ReasonLimitExceeded, fmt.Sprintf("parentRef %s lists %d broker ids, more than the %d a parentRef may list", pr.Name, ids, kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
+		}
+		hosts += len(pr.Hostnames) * (ids + 1)
+	}
+	if hosts > kroxyliciousv1alpha1.MaxHostsPerRoute {
+		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the route asks for %d hosts (the sum over parentRefs of hostnames x (broker ids + 1)), more than the %d a route may ask for: each host needs its own Service", hosts, kroxyliciousv1alpha1.MaxHostsPerRoute)}
+	}
+	return nil
+}
+
 // pending is what one parentRef would add to the model if it is accepted.
 type pending struct {
 	claims []claim
 	sni    []pendingSNI
 	svcs   []*desiredService
-	os     []*desiredRoute
-	tls    []*desiredRoute
-	vcs    []config.VirtualCluster
+	// svcIndex finds a pending Service by name and kind in O(1): a route of many hosts adds
+	// ports to the same Services once per listener.
+	svcIndex map[svcKey]*desiredService
+	os       []*desiredRoute
+	tls      []*desiredRoute
+	vcs      []config.VirtualCluster
 }
 
 type claim struct {
@@ -532,6 +745,9 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	// Hostnames.
 	var hosts []Host
 	for _, hn := range pr.Hostnames {
+		if d := t.deniedDomain(string(hn)); d != "" {
+			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("hostname %s is under ingress domain %s, which the operator does not allow", hn, d)}, t.resolveRefsOnly(route, pr)
+		}
 		h, err := ResolveHost(string(hn), t.ns, t.s.Env.ClusterDomain, t.ingressDomains, len(t.parentRefs) > 0)
 		if err != nil {
 			return &refProblem{ReasonUnsupportedValue, err.Error()}, t.resolveRefsOnly(route, pr)
@@ -601,6 +817,10 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 			}
 		}
 	}
+	// Every host is a Service (and maybe a Route or TLSRoute): bound what one gateway generates.
+	if have, more := len(t.svcs)+len(t.osRoutes)+len(t.tlsRoutes), len(p.svcs)+len(p.os)+len(p.tls); have+more > MaxGeneratedObjectsPerGateway {
+		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway", have, more, MaxGeneratedObjectsPerGateway)}, resolved
+	}
 	for _, svc := range p.svcs {
 		what := "the LoadBalancer of route " + route.Name
 		if !svc.lb {
@@ -638,14 +858,22 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	return nil, resolved
 }
 
+type svcKey struct {
+	name string
+	lb   bool
+}
+
 func (p *pending) addService(name string, lb bool, route string, l *listenerState, _ string) {
-	for _, s := range p.svcs {
-		if s.name == name && s.lb == lb {
-			s.ports[l.portName] = int32(l.spec.Port)
-			return
-		}
+	if p.svcIndex == nil {
+		p.svcIndex = map[svcKey]*desiredService{}
 	}
-	p.svcs = append(p.svcs, &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}})
+	if s := p.svcIndex[svcKey{name, lb}]; s != nil {
+		s.ports[l.portName] = int32(l.spec.Port)
+		return
+	}
+	s := &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}}
+	p.svcIndex[svcKey{name, lb}] = s
+	p.svcs = append(p.svcs, s)
 }
 
 // checkClaims finds the first clash of the pending parentRef with itself, with earlier routes and
@@ -789,7 +1017,13 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 	if svcPort == nil {
 		return "", nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no port %d", ns, name, b.Port)}
 	}
-	target := fmt.Sprintf("%s.%s:%d", name, ns, b.Port)
+	// A fully qualified name with the root dot: no resolv.conf search list or public DNS can
+	// turn it into another host.
+	domain := strings.Trim(t.s.Env.ClusterDomain, ".")
+	if domain == "" {
+		domain = "svc.cluster.local"
+	}
+	target := fmt.Sprintf("%s.%s.%s.:%d", name, ns, domain, b.Port)
 
 	var filters []config.Filter
 	for _, f := range rule.Filters {
@@ -845,13 +1079,25 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 }
 
 // upstreamTLS finds the KafkaBackendTLSPolicy of a backend Service port: the oldest policy that
-// targets it wins, later ones are Conflicted.
+// targets it wins, later ones are Conflicted. Only policies allowed to target the Service (in
+// its namespace, or granted by a ReferenceGrant there) take part, so a policy from elsewhere
+// cannot squat a Service by being older.
 func (t *translator) upstreamTLS(svc *corev1.Service, port corev1.ServicePort) (*config.UpstreamTLS, *refProblem) {
 	var matches []*policyState
 	for _, ps := range t.policies {
-		if policyTargets(ps.policy, svc, port) {
-			matches = append(matches, ps)
+		if !policyTargets(ps.policy, svc, port) {
+			continue
 		}
+		p := ps.policy
+		if p.Namespace != svc.Namespace && !t.granted(kroxyliciousGroup, kindPolicy, p.Namespace, "", kindService, svc.Namespace, svc.Name) {
+			if !ps.used { // a policy that applies elsewhere for this gateway keeps that status
+				ps.used = true
+				ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+				ps.tls = &config.UpstreamTLS{}
+			}
+			continue
+		}
+		matches = append(matches, ps)
 	}
 	if len(matches) == 0 {
 		return nil, nil
@@ -926,7 +1172,7 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	reason := ReasonInvalidCACertificateRef
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		keys := t.caKeys(ref, p.Namespace)
-		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef)
+		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef, nil)
 		if prob != nil {
 			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
 				reason = prob.reason

@@ -115,6 +115,12 @@ const (
 	ReasonTLSRoutesUnavailable = "TLSRoutesUnavailable"
 	// ReasonTLSRouteNotAccepted: a generated TLSRoute has no parent in its status after the timeout.
 	ReasonTLSRouteNotAccepted = "TLSRouteNotAccepted"
+	// ReasonNotAllowedByOperator: the gateway is accepted, but some of its labels, annotations or
+	// ingress domains are outside what the operator's flags allow, and are not applied.
+	ReasonNotAllowedByOperator = "NotAllowedByOperator"
+	// ReasonLimitExceeded: a route asks for more broker ids or hosts than a route, or the
+	// gateway as a whole, may have.
+	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonDeploymentNotAvailable: the proxy Deployment does not report Available.
 	ReasonDeploymentNotAvailable = "DeploymentNotAvailable"
 )
@@ -144,6 +150,15 @@ type Environment struct {
 	// VisibleNamespaces are the namespaces whose objects the snapshot can hold; nil means all.
 	// A reference into another namespace cannot be checked, so it is refused.
 	VisibleNamespaces []string
+	// AllowedMetadataPrefixes, when not nil, restrict the infrastructure labels and annotations a
+	// gateway may put on generated objects (pods included) to keys starting with one of them,
+	// such as "example.com/". Others are not applied and are reported in the gateway's status.
+	AllowedMetadataPrefixes []string
+	// AllowedIngressDomains, when not nil, are the only KafkaGatewayParameters ingressDomains
+	// (OpenShift Route hosts) a gateway may use: an ingress domain equal to or under one of them.
+	// Others are not applied; route hostnames under them are refused rather than exposed
+	// another way.
+	AllowedIngressDomains []string
 	// TLSRouteTimeout is how long a generated TLSRoute may go without a parent in its status.
 	TLSRouteTimeout time.Duration
 	// Now is the time of the snapshot, for the TLSRoute deadline.
@@ -213,6 +228,11 @@ type Result struct {
 	// PruneKinds are the kinds whose stale generated objects may be deleted; a kind whose API is
 	// not served is left out.
 	PruneKinds []string
+	// KeepCopies, when Hold is set, names the cross-namespace Secret copies that are still
+	// permitted. Every other generated Secret (all are copies) was made under a ReferenceGrant
+	// since withdrawn, or for a reference since removed, and is deleted even while the gateway is
+	// held: a revoked grant must not leave the copy readable in the gateway's namespace.
+	KeepCopies map[string]bool
 }
 
 // Condition builds a condition without a transition time; the controller keeps the previous

@@ -1,9 +1,17 @@
 package gatewaycontroller
 
 import (
+	"context"
+	"sync"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 )
@@ -13,14 +21,18 @@ import (
 // them by name, ConfigMaps and Deployments to see generated objects and to never take over
 // someone else's object of the same name. They run before objects are cached, so the operator's
 // memory grows with what it uses, not with everything the cluster holds.
-
-// helmReleaseSecretType is the type of Helm's release records, often the largest Secrets of a
-// cluster; they never hold the certificates, CAs or filter material a gateway refers to.
-const helmReleaseSecretType corev1.SecretType = "helm.sh/release.v1"
+//
+// Secrets are cached without their values: the informer sees every Secret of the cluster (CA
+// private keys, ServiceAccount tokens, Helm releases), and keeps of each its identity, type and
+// key names, which is all the translator needs for most references. The few Secrets whose values
+// it reads (listener and client key pairs, to check them, and Secrets copied into the gateway's
+// namespace) are fetched by GET when a gateway names them and kept in secretData, keyed by
+// resourceVersion, so a changed Secret is fetched again and an unchanged one never is. Only the
+// Secrets a gateway generated keep their values in the informer, for drift detection.
 
 // slimObject drops managed fields from every object, keeps of ConfigMaps and Deployments that
-// no gateway generated only the metadata the foreign-name check reads, and drops the data of
-// Helm release Secrets (keeping their keys, so a reference to one still reports what is missing).
+// no gateway generated only the metadata the foreign-name check reads, and of Secrets that no
+// gateway generated only their metadata, type and key names.
 func slimObject(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -35,13 +47,88 @@ func slimObject(obj any) (any, error) {
 			return &appsv1.Deployment{ObjectMeta: foreignMeta(o.ObjectMeta)}, nil
 		}
 	case *corev1.Secret:
-		if o.Type == helmReleaseSecretType {
-			for k := range o.Data {
-				o.Data[k] = nil
-			}
+		if !generated(o) {
+			return slimSecret(o), nil
 		}
 	}
 	return obj, nil
+}
+
+// slimSecret keeps a Secret's identity, type and key names; values are nil.
+func slimSecret(o *corev1.Secret) *corev1.Secret {
+	out := &corev1.Secret{ObjectMeta: foreignMeta(o.ObjectMeta), Type: o.Type}
+	if len(o.Data) > 0 {
+		out.Data = make(map[string][]byte, len(o.Data))
+		for k := range o.Data {
+			out.Data[k] = nil
+		}
+	}
+	return out
+}
+
+// secretData holds the values of the Secrets gateways read, fetched by GET, each with the
+// resourceVersion it was read at.
+type secretData struct {
+	kube kubernetes.Interface
+	mu   sync.Mutex
+	m    map[types.NamespacedName]*corev1.Secret
+}
+
+func newSecretData(kube kubernetes.Interface) *secretData {
+	return &secretData{kube: kube, m: map[types.NamespacedName]*corev1.Secret{}}
+}
+
+// get returns the Secret with its values for the cached (slim) Secret: from memory when the
+// resourceVersion matches, else by GET. nil when it no longer exists.
+func (d *secretData) get(ctx context.Context, slim *corev1.Secret) (*corev1.Secret, error) {
+	key := types.NamespacedName{Namespace: slim.Namespace, Name: slim.Name}
+	d.mu.Lock()
+	have := d.m[key]
+	d.mu.Unlock()
+	if have != nil && have.ResourceVersion == slim.ResourceVersion {
+		return have, nil
+	}
+	full, err := d.kube.CoreV1().Secrets(slim.Namespace).Get(ctx, slim.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		d.forget(key)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	full = &corev1.Secret{ObjectMeta: foreignMeta(full.ObjectMeta), Type: full.Type, Data: full.Data}
+	d.mu.Lock()
+	d.m[key] = full
+	d.mu.Unlock()
+	return full, nil
+}
+
+func (d *secretData) forget(key types.NamespacedName) {
+	d.mu.Lock()
+	delete(d.m, key)
+	d.mu.Unlock()
+}
+
+// onDelete drops the values of a deleted Secret.
+func (d *secretData) onDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		d.forget(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
+	}
+}
+
+// sweep drops the values of every Secret that used no longer reports as named by a gateway or a
+// policy, so a Secret that stops being referenced leaves memory.
+func (d *secretData) sweep(used func(key string) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.m {
+		if !used(k.String()) {
+			delete(d.m, k)
+		}
+	}
 }
 
 func generated(m metav1.Object) bool {

@@ -1,11 +1,15 @@
 package gatewaycontroller
 
 import (
+	"context"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/kafkalink/kafkalink/pkg/gateway"
@@ -51,16 +55,19 @@ func TestSlimObject(t *testing.T) {
 			t.Errorf("got %+v", d)
 		}
 	})
-	t.Run("a Helm release Secret keeps its keys, not their values", func(t *testing.T) {
-		out, _ := slimObject(&corev1.Secret{ObjectMeta: meta(nil), Type: helmReleaseSecretType, Data: map[string][]byte{"release": []byte("huge")}})
+	t.Run("a foreign Secret keeps its identity, type and key names, not its values", func(t *testing.T) {
+		out, _ := slimObject(&corev1.Secret{ObjectMeta: meta(nil), Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.key": []byte("PRIVATE")}})
 		s := out.(*corev1.Secret)
-		if v, ok := s.Data["release"]; !ok || v != nil {
+		if v, ok := s.Data["tls.key"]; !ok || v != nil {
 			t.Errorf("got %q (key kept: %v)", v, ok)
 		}
+		if s.Name != "x" || s.UID != "u" || s.Type != corev1.SecretTypeTLS || s.Annotations != nil || s.ManagedFields != nil {
+			t.Errorf("got %+v", s)
+		}
 	})
-	t.Run("a TLS Secret is kept whole", func(t *testing.T) {
-		out, _ := slimObject(&corev1.Secret{ObjectMeta: meta(nil), Type: corev1.SecretTypeTLS, Data: map[string][]byte{"tls.crt": []byte("CERT")}})
-		if s := out.(*corev1.Secret); string(s.Data["tls.crt"]) != "CERT" || s.ManagedFields != nil {
+	t.Run("a generated Secret is kept whole, for drift detection", func(t *testing.T) {
+		out, _ := slimObject(&corev1.Secret{ObjectMeta: meta(ours), Data: map[string][]byte{"ca.crt": []byte("CA")}})
+		if s := out.(*corev1.Secret); string(s.Data["ca.crt"]) != "CA" || s.ManagedFields != nil {
 			t.Errorf("got %+v", s)
 		}
 	})
@@ -69,4 +76,30 @@ func TestSlimObject(t *testing.T) {
 			t.Errorf("got %v, %v", out, err)
 		}
 	})
+}
+
+func TestSecretDataFetchesOnlyOnNewResourceVersion(t *testing.T) {
+	kube := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cert", ResourceVersion: "1"}, Data: map[string][]byte{"tls.key": []byte("K1")}})
+	gets := 0
+	kube.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) { gets++; return false, nil, nil })
+	d := newSecretData(kube)
+	slim := slimSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cert", ResourceVersion: "1"}, Data: map[string][]byte{"tls.key": nil}})
+	for range 3 {
+		full, err := d.get(context.Background(), slim)
+		if err != nil || full == nil || string(full.Data["tls.key"]) != "K1" {
+			t.Fatalf("got %+v, %v", full, err)
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d GETs for one resourceVersion, want 1", gets)
+	}
+	d.sweep(func(string) bool { return false })
+	if len(d.m) != 0 {
+		t.Errorf("sweep kept %d Secrets no one names", len(d.m))
+	}
+	_ = kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("secrets"), "ns", "cert")
+	slim.ResourceVersion = "2"
+	if full, err := d.get(context.Background(), slim); full != nil || err != nil {
+		t.Errorf("a deleted Secret: %+v, %v", full, err)
+	}
 }

@@ -82,6 +82,8 @@ type Controller struct {
 
 	// waiters: gateways waiting for names held by objects they do not control.
 	waiters *nameWaiters
+	// secretData: values of the Secrets gateways read; the Secret informer keeps none (cache.go).
+	secretData *secretData
 }
 
 // New builds the gateway controller for the namespace of env's informers and registers its
@@ -126,6 +128,10 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	c.filters, c.filterIdx = filterInf.Lister(), filterInf.Informer().GetIndexer()
 	c.params = paramsInf.Lister()
 	c.services, c.secrets = svcInf.Lister(), secretInf.Lister()
+	c.secretData = newSecretData(env.Clients.Kube)
+	if _, err := secretInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secretData.onDelete}); err != nil {
+		return nil, err
+	}
 	c.configMaps, c.deployments = cmInf.Lister(), depInf.Lister()
 
 	handlers := []struct {

@@ -55,7 +55,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if gw.DeletionTimestamp != nil {
 		return nil
 	}
-	snap, err := c.gather(gw)
+	snap, err := c.gather(ctx, gw)
 	if err != nil {
 		return err
 	}
@@ -75,6 +75,15 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if err := c.apply(ctx, gw, res); err != nil {
 			return err
 		}
+	} else if res.KeepCopies != nil {
+		// Held: generated objects stay, except Secret copies whose grant was withdrawn.
+		keep := map[gateway.ObjectKey]bool{}
+		for name := range res.KeepCopies {
+			keep[gateway.ObjectKey{Kind: gateway.KindSecret, Name: name}] = true
+		}
+		if _, err := c.prune(ctx, gw, []string{gateway.KindSecret}, keep); err != nil {
+			return err
+		}
 	}
 	if err := c.writeStatus(ctx, gw, res); err != nil {
 		return err
@@ -87,16 +96,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // gather reads the snapshot from the informer caches.
-func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Snapshot, error) {
+func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Snapshot, error) {
 	ns := gw.Namespace
 	s := &gateway.Snapshot{Gateway: gw, Env: gateway.Environment{
-		ClusterDomain:   c.env.Options.ClusterDomain,
-		ProxyImage:      c.env.Options.ProxyImage,
-		FilterTypes:     c.env.Options.ProxyFilterTypes,
-		OpenShiftRoutes: c.osRoutes.Ready(),
-		TLSRoutes:       c.tlsRoutes.Ready(),
-		TLSRouteTimeout: c.env.Options.TLSRouteAttachTimeout,
-		Now:             c.clock.Now(),
+		ClusterDomain: c.env.Options.ClusterDomain,
+		ProxyImage:    c.env.Options.ProxyImage,
+		FilterTypes:   c.env.Options.ProxyFilterTypes,
+
+		AllowedMetadataPrefixes: c.env.Options.AllowedMetadataPrefixes,
+		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
+		OpenShiftRoutes:         c.osRoutes.Ready(),
+		TLSRoutes:               c.tlsRoutes.Ready(),
+		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
+		Now:                     c.clock.Now(),
 	}}
 	if c.env.Informers.Namespace != "" {
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
@@ -141,13 +153,25 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 			}
 		}
 	}
-	// Secrets: the gateway's namespace, plus those named in other namespaces.
+	// Secrets: the gateway's namespace, plus those named in other namespaces, as the cache holds
+	// them (key names, no values). The values are read only where the translator needs them: the
+	// gateway's own references (key pairs are checked, other namespaces' are copied) and policy
+	// CAs in other namespaces (copied).
 	if s.Secrets, err = c.secrets.Secrets(ns).List(labels.Everything()); err != nil {
 		return nil, err
 	}
 	refs, _ := gatewaySecrets(gw)
+	withValues := map[string]bool{}
+	for _, ref := range refs {
+		withValues[ref] = true
+	}
 	for _, p := range s.Policies {
 		more, _ := policySecrets(p)
+		for _, ref := range more {
+			if sns, _, _ := cache.SplitMetaNamespaceKey(ref); sns != ns {
+				withValues[ref] = true
+			}
+		}
 		refs = append(refs, more...)
 	}
 	for _, ref := range refs {
@@ -160,6 +184,22 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 			s.Secrets = append(s.Secrets, sec)
 		}
 	}
+	secrets := s.Secrets[:0]
+	for _, sec := range s.Secrets {
+		if withValues[sec.Namespace+"/"+sec.Name] && !generatedSecret(sec) {
+			full, err := c.secretData.get(ctx, sec)
+			if err != nil {
+				return nil, err
+			}
+			if full == nil {
+				continue
+			}
+			sec = full
+		}
+		secrets = append(secrets, sec)
+	}
+	s.Secrets = secrets
+	c.secretData.sweep(c.secretReferenced)
 	if store := c.grants.Indexer(); store != nil {
 		for _, o := range store.List() {
 			if g, ok := o.(*gatewayv1beta1.ReferenceGrant); ok {
@@ -179,6 +219,18 @@ func (c *Controller) gather(gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Sna
 		}
 	}
 	return s, nil
+}
+
+// generatedSecret reports a Secret a gateway generated: the informer keeps its values.
+func generatedSecret(s *corev1.Secret) bool { return generated(s) }
+
+// secretReferenced reports whether a gateway or a policy names Secret namespace/name.
+func (c *Controller) secretReferenced(key string) bool {
+	if objs, err := c.gatewayIdx.ByIndex(indexGatewaySecret, key); err == nil && len(objs) > 0 {
+		return true
+	}
+	objs, err := c.policyIdx.ByIndex(indexPolicySecret, key)
+	return err == nil && len(objs) > 0
 }
 
 func fromUnstructured(o any, into any) error {

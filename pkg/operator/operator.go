@@ -68,6 +68,12 @@ type Options struct {
 	// ProxyFilterTypes are the KafkaFilter types the proxy image implements. kafkalink-proxy
 	// implements none; a different proxy image may.
 	ProxyFilterTypes []string
+	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
+	// objects; nil allows any.
+	AllowedMetadataPrefixes []string
+	// AllowedIngressDomains restrict the ingress domains (OpenShift Route hosts) of gateways;
+	// nil allows any.
+	AllowedIngressDomains []string
 
 	// Gateway controller.
 	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
@@ -92,6 +98,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
 	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
+	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
+	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
 	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", commaList(&o.ProxyFilterTypes))
 
 	// Gateway controller.

@@ -2,6 +2,7 @@ package apis_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -42,6 +43,29 @@ spec:
       backendRefs: [{kind: Service, name: my-cluster, port: 9093}]
 `
 )
+
+// hugeRoute is a route of one parentRef with hostnames hostnames and lists brokers lists of
+// perList consecutive broker ids each.
+func hugeRoute(hostnames, lists, perList int) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: kroxylicious.io/v1alpha1\nkind: KafkaRoute\nmetadata: {name: huge}\nspec:\n  parentRefs:\n  - name: gw\n    brokers:\n")
+	for l := range lists {
+		b.WriteString("    - advertisedBrokerIds: [")
+		for i := range perList {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprint(&b, l*perList+i)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("    hostnames:\n")
+	for h := range hostnames {
+		fmt.Fprintf(&b, "    - c%02d-%%.example.com\n", h)
+	}
+	b.WriteString("    rules: [{name: r, backendRefs: [{kind: Service, name: my-cluster, port: 9093}]}]\n")
+	return b.String()
+}
 
 func TestInvalidObjectsAreRefusedNamingTheField(t *testing.T) {
 	ensureNamespaces(t, "invalid")
@@ -134,6 +158,15 @@ func TestInvalidObjectsAreRefusedNamingTheField(t *testing.T) {
 		"a route rule without a name": {
 			yaml:      strings.Replace(validRoute, "    - name: my-rule\n      filters", "    - filters", 1),
 			wantField: "spec.parentRefs[0].rules[0].name", wantMessage: "Required value",
+		},
+		"the 105 KB route of 16 hostnames x 16,384 broker ids": {
+			yaml: hugeRoute(16, 16, 1024), wantField: "spec.parentRefs[0].brokers[0].advertisedBrokerIds", wantMessage: "must have at most 256 items",
+		},
+		"a parentRef of more than 256 broker ids over its brokers lists": {
+			yaml: hugeRoute(1, 2, 200), wantField: "spec.parentRefs[0]", wantMessage: "brokers list more than 256 broker ids in all",
+		},
+		"a route of more than 1024 hosts": {
+			yaml: hugeRoute(5, 1, 250), wantField: "spec", wantMessage: "the route asks for more than 1024 hosts",
 		},
 		"a route backend without a name": {
 			yaml:      strings.Replace(validRoute, "name: my-cluster, ", "", 1),

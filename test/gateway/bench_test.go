@@ -54,7 +54,8 @@ func BenchmarkGateway200Routes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert"}, StringData: map[string]string{"tls.crt": "C", "tls.key": "K"}}, metav1.CreateOptions{})
+	cert, key := framework.TestKeyPair()
+	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key}}, metav1.CreateOptions{})
 	mustCreate(err)
 	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9093}}}}, metav1.CreateOptions{})
 	mustCreate(err)

@@ -99,7 +99,7 @@ func TestSeedScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(cm.Data["proxy-config.yaml"], "targetBootstrap: my-cluster.kafka:9093") {
+			if !strings.Contains(cm.Data["proxy-config.yaml"], "targetBootstrap: my-cluster.kafka.svc.cluster.local.:9093") {
 				t.Errorf("the proxy configuration lacks the target bootstrap:\n%s", cm.Data["proxy-config.yaml"])
 			}
 			dep, err := kube.AppsV1().Deployments("my-namespace").Get(ctx, "simple", metav1.GetOptions{})
@@ -261,8 +261,9 @@ func TestMissingSecretThenCreated(t *testing.T) {
 		}
 		return false, nil
 	})
+	cert, key := framework.TestKeyPair()
 	_, err := kube.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "late-cert"}, StringData: map[string]string{"tls.crt": "CERT", "tls.key": "KEY"},
+		ObjectMeta: metav1.ObjectMeta{Name: "late-cert"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

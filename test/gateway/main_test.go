@@ -159,13 +159,13 @@ func namespace(t *testing.T, name string) {
 }
 
 // apply runs kubectl apply with the given YAML, as a user would.
-func apply(t *testing.T, yaml string) {
+func apply(t testing.TB, yaml string) {
 	t.Helper()
 	f, err := os.CreateTemp(workDir, "*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteString(yaml); err != nil {
+	if _, err := f.WriteString(framework.WithTestKeyPair(yaml)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -61,7 +61,47 @@ type KafkaGatewayParametersSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	ParentRefs []GatewayParentReference `json:"parentRefs,omitempty"`
+	// Limits bound the proxy's resource use; a field left out keeps the proxy's default.
+	// +optional
+	Limits *ProxyLimits `json:"limits,omitempty"`
 }
+
+// ProxyLimits are passed to the proxy configuration's limits as written.
+type ProxyLimits struct {
+	// MaxConnections caps concurrent client connections over all listeners.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
+	// MaxConnectionsPerSource caps concurrent client connections from one source address.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxConnectionsPerSource *int32 `json:"maxConnectionsPerSource,omitempty"`
+	// HandshakesPerSecond caps new TLS handshakes per second over all listeners.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	HandshakesPerSecond *int32 `json:"handshakesPerSecond,omitempty"`
+	// MaxFrameBytes is the largest Kafka frame accepted in either direction.
+	// +optional
+	// +kubebuilder:validation:Minimum=1024
+	MaxFrameBytes *int32 `json:"maxFrameBytes,omitempty"`
+	// IdleTimeout closes a connection with no traffic in either direction for this long.
+	// +optional
+	IdleTimeout *LimitDuration `json:"idleTimeout,omitempty"`
+	// FirstRequestTimeout closes a client connection that sends no complete request this long
+	// after its TLS handshake.
+	// +optional
+	FirstRequestTimeout *LimitDuration `json:"firstRequestTimeout,omitempty"`
+	// WriteTimeout closes a connection whose peer does not accept written bytes for this long.
+	// +optional
+	WriteTimeout *LimitDuration `json:"writeTimeout,omitempty"`
+}
+
+// LimitDuration is a positive Go duration string such as "30s" or "10m".
+//
+// +kubebuilder:validation:MaxLength=32
+// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30s"
+type LimitDuration string
 
 // ManagementSpec configures the proxy's management HTTP port.
 type ManagementSpec struct {

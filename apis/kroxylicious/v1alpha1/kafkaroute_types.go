@@ -29,7 +29,22 @@ type KafkaRoute struct {
 	Status RouteStatus `json:"status,omitempty"`
 }
 
+// Limits on what one route may ask for. Every hostname of a parentRef becomes one bootstrap host
+// and one host per broker id, each with its own Service (and OpenShift Route or TLSRoute), so
+// without a bound a single small route could ask for hundreds of thousands of objects. The
+// schema enforces them at admission (the numbers are repeated in the markers below) and the
+// translator again, for routes stored before the limits existed.
+const (
+	// MaxBrokerIDsPerParentRef bounds the broker ids of one parentRef, over all its brokers entries.
+	MaxBrokerIDsPerParentRef = 256
+	// MaxHostsPerRoute bounds the hosts of a route: the sum over its parentRefs of
+	// len(hostnames) × (broker ids + 1).
+	MaxHostsPerRoute = 1024
+)
+
 // KafkaRouteSpec is the route.
+//
+// +kubebuilder:validation:XValidation:rule="self.parentRefs.map(p, size(p.hostnames) * (p.brokers.map(b, size(b.advertisedBrokerIds)).sum() + 1)).sum() <= 1024",message="the route asks for more than 1024 hosts: the sum over parentRefs of len(hostnames) x (broker ids + 1) must be at most 1024, as each host needs its own Service"
 type KafkaRouteSpec struct {
 	// ParentRefs are the gateway listeners the route attaches to.
 	// +required
@@ -43,6 +58,7 @@ type KafkaRouteSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == 'kroxylicious.io'",message="group must be kroxylicious.io"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'KafkaGateway'",message="kind must be KafkaGateway"
+// +kubebuilder:validation:XValidation:rule="self.brokers.map(b, size(b.advertisedBrokerIds)).sum() <= 256",message="brokers list more than 256 broker ids in all"
 type KafkaRouteParentReference struct {
 	// Group of the parent; must be kroxylicious.io.
 	// +optional
@@ -101,7 +117,7 @@ type BrokerTopology struct {
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:Minimum=0
 	AdvertisedBrokerIds []int32 `json:"advertisedBrokerIds"`
 	// BrokerIdentityMapping maps target node ids to advertised ones; identity when unset. Other

@@ -47,6 +47,8 @@ type KafkaGatewayParametersSpecApplyConfiguration struct {
 	// exposed through gateway.networking.k8s.io/v1 TLSRoutes attached to it, as in Strimzi's
 	// tlsroute listener.
 	ParentRefs []GatewayParentReferenceApplyConfiguration `json:"parentRefs,omitempty"`
+	// Limits bound the proxy's resource use; a field left out keeps the proxy's default.
+	Limits *ProxyLimitsApplyConfiguration `json:"limits,omitempty"`
 }
 
 // KafkaGatewayParametersSpecApplyConfiguration constructs a declarative configuration of the KafkaGatewayParametersSpec type for use with
@@ -107,5 +109,13 @@ func (b *KafkaGatewayParametersSpecApplyConfiguration) WithParentRefs(values ...
 		}
 		b.ParentRefs = append(b.ParentRefs, *values[i])
 	}
+	return b
+}
+
+// WithLimits sets the Limits field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Limits field is set to the value of the last call.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithLimits(value *ProxyLimitsApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
+	b.Limits = value
 	return b
 }
