@@ -5,6 +5,10 @@ FUZZTIME ?= 10s
 # Control-plane tests start real processes; run their packages one at a time on small machines.
 INTEGRATION_FLAGS ?= -p 1 -timeout 40m
 VERSION ?= dev
+# The control plane's bin folder, expanded by the shell in recipes: KAFKALINK_CONTROLPLANE_BIN when
+# already set (binaries built elsewhere, which the clean-clone test reuses), else built or reused
+# by hack/build-controlplane.sh.
+CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
 
 .PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
 
@@ -14,7 +18,7 @@ build: ## Build the operator and the proxy into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
 controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager and kubectl.
-	@bash hack/build-controlplane.sh >/dev/null
+	@[ -n "$$KAFKALINK_CONTROLPLANE_BIN" ] || bash hack/build-controlplane.sh >/dev/null
 
 test: verify test-unit test-integration fuzz ## Everything CI runs.
 
@@ -23,7 +27,7 @@ test-unit: ## Pure packages, the proxy with kfake, the image builder, and all th
 	cd hack/image && $(GO) test -count=1 ./...
 
 test-integration: controlplane ## Control-plane tests: real kube-apiserver, etcd and kube-controller-manager.
-	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
+	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
 	  $(GO) test -count=1 $(INTEGRATION_FLAGS) ./test/...
 
 e2e: test-integration ## End-to-end tests live with the control-plane tests.
@@ -77,11 +81,11 @@ bench: controlplane ## Benchmarks: figures side by side from one run, not pass/f
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding
 
-demo: controlplane ## The whole product on a local control plane with a demo Kafka, until Ctrl-C.
+demo: controlplane ## The whole product on a local control plane with a demo Kafka, until Ctrl-C (DEMO_ONCE=1: then exit).
 	@echo "building the demo (the end-to-end test's environment, run interactively)"
 	$(GO) test -c -o _output/demo.test ./test/e2e
-	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
-	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 -demo
+	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
+	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 $(if $(DEMO_ONCE),-demo-once,-demo)
 
 clean:
 	rm -rf bin _output

@@ -1,7 +1,8 @@
 // Package binding_test runs the real kafkalink-operator binary, under exactly the RBAC in
-// manifests/rbac, against a local control plane with the real Strimzi CRDs, and checks the
-// KafkaConnection controller end to end: Secrets, status, events, watches, garbage collection and
-// the absence of writes when nothing changed.
+// manifests/rbac, against a local control plane with Strimzi's CRDs (or kafkalink's stand-ins for
+// them, see framework.StrimziCRDFiles), and checks the KafkaConnection controller end to end:
+// Secrets, status, events, watches, garbage collection and the absence of writes when nothing
+// changed.
 package binding_test
 
 import (
@@ -9,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -512,17 +512,4 @@ func (h *harness) operatorWrites() []framework.AuditEvent {
 		}
 	}
 	return out
-}
-
-func crdFiles(t *testing.T, version string) []string {
-	t.Helper()
-	shared, err := framework.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(shared, "fixtures", "strimzi-crds", version, "*.yaml"))
-	if len(files) == 0 {
-		t.Fatalf("no Strimzi %s CRDs", version)
-	}
-	return files
 }

@@ -1,6 +1,10 @@
 package binding_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kafkalink/kafkalink/test/framework"
+)
 
 // TestStrimziInstalledAfterTheOperator starts the operator on a cluster without Strimzi's CRDs:
 // connections report StrimziNotInstalled, and once the CRDs are installed they bind without an
@@ -13,7 +17,12 @@ func TestStrimziInstalledAfterTheOperator(t *testing.T) {
 	h.waitReason(ns, "app", "StrimziNotInstalled")
 	h.waitEvent(ns, "app", "Warning", "StrimziNotInstalled")
 
-	if err := h.cp.InstallCRDFiles(h.ctx, crdFiles(t, "1.2.0")...); err != nil {
+	files, source, err := framework.StrimziCRDFiles("1.2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Strimzi CRDs: %s", source)
+	if err := h.cp.InstallCRDFiles(h.ctx, files...); err != nil {
 		t.Fatal(err)
 	}
 	h.waitReason(ns, "app", "KafkaNotFound")

@@ -23,12 +23,16 @@ import (
 // demo turns TestDemo on: `make demo` builds this package's test binary and runs it with -demo.
 var demo = flag.Bool("demo", false, "run the interactive demo: set everything up, show it, and wait for Ctrl-C")
 
+// demoOnce runs the demo's steps and exits instead of waiting for Ctrl-C (`make demo DEMO_ONCE=1`),
+// so a test can run the demo as a user would, in a fresh clone.
+var demoOnce = flag.Bool("demo-once", false, "run the demo's steps, print the same lines, and exit instead of waiting for Ctrl-C")
+
 // TestDemo is `make demo`: the flagship scenario set up on a local control plane and shown to a
 // person, left running until Ctrl-C. It shares every step with TestEndToEnd, so the demo cannot
 // drift from what the tests prove.
 func TestDemo(t *testing.T) {
-	if !*demo {
-		t.Skip("the interactive demo runs with -demo (make demo)")
+	if !*demo && !*demoOnce {
+		t.Skip("the interactive demo runs with -demo (make demo) or -demo-once (make demo DEMO_ONCE=1)")
 	}
 	say := func(format string, args ...any) { fmt.Printf("\n==> "+format+"\n", args...) }
 	say("starting the local control plane, the kafkalink operator and the local kubelet (the first run builds them)")
@@ -81,9 +85,12 @@ kafkalink is running. In another terminal:
   export KUBECONFIG=%s
   %s get kafkalink -A
   %s -n apps get secret %s -o yaml
-
-Press Ctrl-C to stop everything.
 `, e.cp.Kubeconfig, kubectl, kubectl, directConn)
+	if *demoOnce {
+		say("stopping (-demo-once)")
+		return
+	}
+	fmt.Print("\nPress Ctrl-C to stop everything.\n")
 	interrupted := make(chan os.Signal, 1)
 	signal.Notify(interrupted, os.Interrupt, syscall.SIGTERM)
 	<-interrupted

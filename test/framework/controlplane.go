@@ -29,9 +29,9 @@ import (
 type Options struct {
 	// Dir holds certificates, etcd data, logs and the kubeconfig; a new temporary folder when empty.
 	Dir string
-	// StrimziVersion picks the Strimzi CRDs to install from ../shared/fixtures/strimzi-crds:
-	// "1.2.0" (serves kafka.strimzi.io/v1, the default) or "0.45.0" (serves v1beta2). "none"
-	// installs no Strimzi CRDs, to test an operator that starts before them.
+	// StrimziVersion picks the Strimzi CRDs to install (see StrimziCRDFiles for where they come
+	// from): "1.2.0" (serves kafka.strimzi.io/v1, the default) or "0.45.0" (serves v1beta2 only).
+	// "none" installs no Strimzi CRDs, to test an operator that starts before them.
 	StrimziVersion string
 	// WithoutGatewayAPI installs no Gateway API CRDs, as on a cluster that has Strimzi only.
 	WithoutGatewayAPI bool
@@ -164,7 +164,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	// CRDs first: kube-controller-manager's garbage collector discovers resources at start and
 	// then only every 30 s, so CRDs installed after it would delay collecting their objects.
-	crds, err := defaultCRDFiles(opts.StrimziVersion, !opts.WithoutGatewayAPI)
+	crds, err := defaultCRDFiles(opts.StrimziVersion, !opts.WithoutGatewayAPI, logf)
 	if err != nil {
 		return nil, err
 	}

@@ -22,19 +22,24 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
+// ErrNoSharedDir says the shared folder is not there, as in a plain clone: callers fall back to
+// what the repository itself holds.
+var ErrNoSharedDir = errors.New("no shared folder")
+
 // SharedDir is the project's shared folder (seeds and fixtures): $KAFKALINK_SHARED_DIR, or
-// ../shared beside the repository, where CI and developers have it.
+// ../shared beside the repository, where CI and developers have it. When that folder does not
+// exist the error wraps ErrNoSharedDir, so KAFKALINK_SHARED_DIR=/nonexistent means "no shared".
 func SharedDir() (string, error) {
-	if dir := os.Getenv("KAFKALINK_SHARED_DIR"); dir != "" {
-		return dir, nil
+	dir := os.Getenv("KAFKALINK_SHARED_DIR")
+	if dir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(filepath.Dir(root), "shared")
 	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(filepath.Dir(root), "shared")
-	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("the shared folder is missing beside the repository: %w", err)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w at %s", ErrNoSharedDir, dir)
 	}
 	return dir, nil
 }
@@ -54,9 +59,9 @@ func ModuleDir(module string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// defaultCRDFiles lists our CRDs, the chosen Strimzi release's and, when gatewayAPI is set,
-// Gateway API's standard channel.
-func defaultCRDFiles(strimziVersion string, gatewayAPI bool) ([]string, error) {
+// defaultCRDFiles lists our CRDs, the chosen Strimzi release's (see StrimziCRDFiles) and, when
+// gatewayAPI is set, Gateway API's standard channel.
+func defaultCRDFiles(strimziVersion string, gatewayAPI bool, logf func(string, ...any)) ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -69,14 +74,11 @@ func defaultCRDFiles(strimziVersion string, gatewayAPI bool) ([]string, error) {
 		strimziVersion = "1.2.0"
 	}
 	if strimziVersion != "none" {
-		shared, err := SharedDir()
+		strimzi, source, err := StrimziCRDFiles(strimziVersion)
 		if err != nil {
 			return nil, err
 		}
-		strimzi, _ := filepath.Glob(filepath.Join(shared, "fixtures", "strimzi-crds", strimziVersion, "*.yaml"))
-		if len(strimzi) == 0 {
-			return nil, fmt.Errorf("no Strimzi %s CRDs under %s", strimziVersion, shared)
-		}
+		logf("Strimzi CRDs: %s", source)
 		files = append(files, strimzi...)
 	}
 	if !gatewayAPI {
