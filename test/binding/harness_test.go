@@ -513,3 +513,15 @@ func (h *harness) operatorWrites() []framework.AuditEvent {
 	}
 	return out
 }
+
+// strimziCRDs lists the Strimzi CRD files of a release (real ones when available, else the
+// stand-ins: see framework.StrimziCRDFiles), for tests that install them late.
+func strimziCRDs(t *testing.T, version string) []string {
+	t.Helper()
+	files, source, err := framework.StrimziCRDFiles(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Strimzi CRDs: %s", source)
+	return files
+}

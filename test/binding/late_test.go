@@ -3,7 +3,6 @@ package binding_test
 import (
 	"testing"
 
-	"github.com/kafkalink/kafkalink/test/framework"
 )
 
 // TestStrimziInstalledAfterTheOperator starts the operator on a cluster without Strimzi's CRDs:
@@ -17,12 +16,7 @@ func TestStrimziInstalledAfterTheOperator(t *testing.T) {
 	h.waitReason(ns, "app", "StrimziNotInstalled")
 	h.waitEvent(ns, "app", "Warning", "StrimziNotInstalled")
 
-	files, source, err := framework.StrimziCRDFiles("1.2.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("Strimzi CRDs: %s", source)
-	if err := h.cp.InstallCRDFiles(h.ctx, files...); err != nil {
+	if err := h.cp.InstallCRDFiles(h.ctx, strimziCRDs(t, "1.2.0")...); err != nil {
 		t.Fatal(err)
 	}
 	h.waitReason(ns, "app", "KafkaNotFound")

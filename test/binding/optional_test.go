@@ -176,7 +176,7 @@ func TestNoOptionalAPIs(t *testing.T) {
 	h.createConnection(connection(ns, "app", "my-cluster", "", "", ""))
 	h.waitReasonWithin(ns, "app", "StrimziNotInstalled", 20*time.Second)
 
-	if err := h.cp.InstallCRDFiles(h.ctx, crdFiles(t, "1.2.0")...); err != nil {
+	if err := h.cp.InstallCRDFiles(h.ctx, strimziCRDs(t, "1.2.0")...); err != nil {
 		t.Fatal(err)
 	}
 	h.waitReasonWithin(ns, "app", "KafkaNotFound", recoveryLimit)
