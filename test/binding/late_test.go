@@ -2,7 +2,6 @@ package binding_test
 
 import (
 	"testing"
-
 )
 
 // TestStrimziInstalledAfterTheOperator starts the operator on a cluster without Strimzi's CRDs:
