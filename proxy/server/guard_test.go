@@ -35,11 +35,12 @@ func metricValue(t *testing.T, p *runningProxy, prefix string) float64 {
 	return -1
 }
 
-// waitMetric polls until the metric satisfies ok, for a bounded time.
+// waitMetric polls until the metric satisfies ok, for at most 30 s: on a loaded two-core machine a non-reading client takes a while to fill
+// the loopback socket buffers (megabytes) before the proxy's writes block.
 func waitMetric(t *testing.T, p *runningProxy, prefix string, ok func(float64) bool) float64 {
 	t.Helper()
 	var v float64
-	for range 300 {
+	for range 600 {
 		if v = metricValue(t, p, prefix); ok(v) {
 			return v
 		}
