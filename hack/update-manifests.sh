@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Writes what is generated from manifests/crds, manifests/rbac and manifests/operator:
 #   manifests/install.yaml             the one file a cluster admin applies, images at VERSION
+#   manifests/kustomize/base/install.yaml  the same, for the kustomize base (kustomize reads files only
+#                                      from below a kustomization, and refuses a base inside a parent one)
 #   charts/kafkalink/crds/*.yaml       copies of manifests/crds (Helm installs them first)
 #   charts/kafkalink/files/rbac/*.yaml copies of the ClusterRoles the chart's RBAC reads its rules from
 #   charts/kafkalink/Chart.yaml        version and appVersion stamped with VERSION
@@ -40,8 +42,9 @@ if [ -n "${OUTPUT:-}" ]; then
   exit 0
 fi
 
-mkdir -p "$out_root/manifests" "$out_root/charts/kafkalink/crds" "$out_root/charts/kafkalink/files/rbac"
+mkdir -p "$out_root/manifests/kustomize/base" "$out_root/charts/kafkalink/crds" "$out_root/charts/kafkalink/files/rbac"
 install_bundle >"$out_root/manifests/install.yaml"
+cp "$out_root/manifests/install.yaml" "$out_root/manifests/kustomize/base/install.yaml"
 
 chart=$root/charts/kafkalink
 rm -f "$out_root"/charts/kafkalink/crds/*.yaml "$out_root"/charts/kafkalink/files/rbac/*.yaml

@@ -10,7 +10,7 @@ trap 'rm -rf "$scratch"' EXIT
 unset VERSION OUTPUT
 OUTPUT_ROOT=$scratch bash "$root/hack/update-manifests.sh"
 status=0
-for f in manifests/install.yaml charts/kafkalink/Chart.yaml; do
+for f in manifests/install.yaml manifests/kustomize/base/install.yaml charts/kafkalink/Chart.yaml; do
   if ! diff -u "$root/$f" "$scratch/$f" >"$scratch/diff" 2>&1; then
     echo "$f is stale: run 'make manifests' and commit the result." >&2
     head -n 20 "$scratch/diff" >&2
