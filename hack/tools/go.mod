@@ -1,3 +1,5 @@
+// Release tools, built from the Go module proxy and kept out of the main go.mod: run them with
+// `cd hack/tools && go tool helm ...` (hack/verify-manifests.sh, hack/release.sh, test/install).
 module github.com/kafkalink/kafkalink/hack/tools
 
 go 1.26.0
