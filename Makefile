@@ -4,18 +4,24 @@ GO ?= go
 FUZZTIME ?= 10s
 # Control-plane tests start real processes; run their packages one at a time on small machines.
 INTEGRATION_FLAGS ?= -p 1 -timeout 40m
-VERSION ?= dev
+# The release version (VERSION file) and source revision, stamped into binaries, images, install.yaml
+# and the chart. `make release VERSION=1.2.3` builds a release without editing the tree.
+VERSION ?= $(shell cat VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+REGISTRY ?= ghcr.io/kafkalink
+PLATFORMS ?= linux/amd64 linux/arm64
+LDFLAGS := -s -w -X github.com/kafkalink/kafkalink/pkg/version.Version=$(VERSION) -X github.com/kafkalink/kafkalink/pkg/version.Revision=$(REVISION)
 # The control plane's bin folder, expanded by the shell in recipes: KAFKALINK_CONTROLPLANE_BIN when
 # already set (binaries built elsewhere, which the clean-clone test reuses), else built or reused
 # by hack/build-controlplane.sh.
 CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
 
-.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
+.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
 
 all: build
 
 build: ## Build the operator and the proxy into bin/.
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager and kubectl.
 	@[ -n "$$KAFKALINK_CONTROLPLANE_BIN" ] || bash hack/build-controlplane.sh >/dev/null
@@ -37,18 +43,16 @@ fuzz: ## A short run of every fuzz target (FUZZTIME each).
 
 generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
 	bash hack/update-codegen.sh
-	bash hack/update-manifests.sh
+	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
 
-manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml from the CRDs, RBAC and operator Deployment.
-	bash hack/update-manifests.sh
+manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml (images at VERSION) and the chart's CRDs, RBAC copies and Chart.yaml.
+	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
 
-image: ## OCI images of the operator and the proxy (static binaries, empty base, non-root) in _output/images.
-	mkdir -p _output/bin _output/images
-	for cmd in kafkalink-operator kafkalink-proxy; do \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags='-s -w' -o _output/bin/$$cmd ./cmd/$$cmd && \
-	  (cd hack/image && $(GO) run . -binary ../../_output/bin/$$cmd -name ghcr.io/kafkalink/$$cmd:$(VERSION) \
-	    -out ../../_output/images/$$cmd -tarball ../../_output/images/$$cmd.tar) || exit 1; \
-	done
+image: ## Multi-arch (PLATFORMS) OCI image indexes of the operator and the proxy (static binaries, empty base, non-root) in _output/images.
+	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" OUT=_output/images bash hack/build-images.sh
+
+release: ## Release assets for VERSION in _output/release: install and CRD YAML, image layouts and archives, the Helm chart.
+	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" bash hack/release.sh
 
 verify: ## Fail when generated code is stale, go.mod untidy, Go files not gofmt'ed, or a known vulnerability is reachable.
 	bash hack/verify-codegen.sh

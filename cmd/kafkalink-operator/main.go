@@ -13,17 +13,24 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/version"
 )
 
 func main() {
 	var opts operator.Options
 	opts.AddFlags(flag.CommandLine)
 	klog.InitFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("kafkalink-operator"))
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
+	klog.FromContext(ctx).Info("Starting", "version", version.Version, "revision", version.Revision, "proxyImage", opts.ProxyImage)
 
 	cfg, err := opts.RestConfig()
 	if err == nil {

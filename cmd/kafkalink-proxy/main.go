@@ -18,6 +18,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/pkg/version"
 	"github.com/kafkalink/kafkalink/proxy/server"
 )
 
@@ -48,12 +49,18 @@ func main() {
 	flag.Var(&remaps, "remap-path", "rewrite a path prefix in the configuration, FROM=TO; repeatable (test runners lay mounted Secrets out elsewhere)")
 	poll := flag.Duration("poll-interval", time.Second, "how often the configuration and key material are checked for changes")
 	bind := flag.String("bind-address", "", "bind every listener and the management port to this address instead of the configured one (test runners use 127.0.0.1)")
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("kafkalink-proxy"))
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting kafkalink-proxy", "version", version.Version, "revision", version.Revision)
 	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll, BindAddress: *bind})
 	if err := srv.Run(ctx); err != nil {
 		logger.Error(err, "Proxy failed")

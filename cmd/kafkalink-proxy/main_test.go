@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kafkalink/kafkalink/pkg/version"
 )
 
 // TestMain lets the test binary run as the proxy itself, so the flags and signal handling
@@ -178,5 +180,18 @@ func TestBinaryFailsOnBadConfig(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("a bad config was accepted:\n%s", out)
+	}
+}
+
+// TestVersionFlag: --version prints the release version and exits without reading a config.
+func TestVersionFlag(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "--version", "--config", "/nonexistent")
+	cmd.Env = append(os.Environ(), "KAFKALINK_PROXY_RUN_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	if want := version.String("kafkalink-proxy") + "\n"; string(out) != want {
+		t.Errorf("--version printed %q, want %q", out, want)
 	}
 }

@@ -1,6 +1,9 @@
-// Command image builds an OCI image without a container engine: one static binary on an empty
-// base, run as a non-root user, written as an OCI image layout folder (and optionally a
-// docker-archive tarball for `docker load` or `crane push`).
+// Command image builds a multi-platform OCI image without a container engine: for each platform one
+// static binary on an empty base, run as a non-root user, with OCI labels and annotations; the
+// per-platform images go into one OCI image index, written as an OCI image layout folder and
+// optionally as an oci-archive tarball (the layout, tarred: `skopeo copy --all oci-archive:F docker://REF`).
+//
+// Nothing in the image is writable or needs to be: it runs with readOnlyRootFilesystem.
 package main
 
 import (
@@ -9,8 +12,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,31 +32,111 @@ import (
 // NonRootUser is the uid:gid images run as (distroless' "nonroot").
 const NonRootUser = "65532:65532"
 
+// Metadata are the OCI labels (in each image's config) and annotations (on each manifest and the
+// index) an image carries.
+type Metadata struct {
+	Title, Description, Source, Version, Revision, Licenses string
+}
+
+// Labels returns the org.opencontainers.image.* keys of the set fields.
+func (m Metadata) Labels() map[string]string {
+	out := map[string]string{}
+	for k, v := range map[string]string{
+		"org.opencontainers.image.title":       m.Title,
+		"org.opencontainers.image.description": m.Description,
+		"org.opencontainers.image.source":      m.Source,
+		"org.opencontainers.image.version":     m.Version,
+		"org.opencontainers.image.revision":    m.Revision,
+		"org.opencontainers.image.licenses":    m.Licenses,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// binaries collects repeated -binary OS/ARCH=FILE flags.
+type binaries map[string]string
+
+func (b binaries) String() string { return fmt.Sprint(map[string]string(b)) }
+
+func (b binaries) Set(v string) error {
+	platform, file, ok := strings.Cut(v, "=")
+	if !ok || file == "" {
+		return fmt.Errorf("want OS/ARCH=FILE, got %q", v)
+	}
+	if _, err := v1.ParsePlatform(platform); err != nil {
+		return err
+	}
+	b[platform] = file
+	return nil
+}
+
 func main() {
-	binary := flag.String("binary", "", "Static binary to put in the image.")
-	ref := flag.String("name", "", "Image reference, such as ghcr.io/kafkalink/kafkalink-proxy:dev.")
+	bins := binaries{}
+	flag.Var(bins, "binary", "OS/ARCH=FILE: the static binary for one platform; repeat for each platform.")
+	ref := flag.String("name", "", "Image reference, such as ghcr.io/kafkalink/kafkalink-proxy:0.1.0.")
 	out := flag.String("out", "", "OCI image layout folder to write.")
-	archive := flag.String("tarball", "", "Also write a docker-archive tarball here.")
+	archive := flag.String("oci-archive", "", "Also write the layout as an oci-archive tarball here.")
+	var md Metadata
+	flag.StringVar(&md.Source, "source", "https://github.com/kafkalink/kafkalink", "org.opencontainers.image.source")
+	flag.StringVar(&md.Version, "version", "", "org.opencontainers.image.version")
+	flag.StringVar(&md.Revision, "revision", "", "org.opencontainers.image.revision")
+	flag.StringVar(&md.Description, "description", "", "org.opencontainers.image.description")
+	flag.StringVar(&md.Licenses, "licenses", "Apache-2.0", "org.opencontainers.image.licenses")
 	flag.Parse()
-	if *binary == "" || *ref == "" || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: image -binary FILE -name REF -out DIR [-tarball FILE]")
+	if len(bins) == 0 || *ref == "" || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: image -binary OS/ARCH=FILE [-binary ...] -name REF -out DIR [-oci-archive FILE] [-version V -revision R]")
 		os.Exit(2)
 	}
-	img, err := Build(*binary)
+	idx, err := BuildIndex(bins, md)
 	if err == nil {
-		err = Write(img, *ref, *out, *archive)
+		err = Write(idx, *ref, *out, *archive)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
-	digest, _ := img.Digest()
-	fmt.Printf("%s %s -> %s\n", *ref, digest, *out)
+	digest, _ := idx.Digest()
+	fmt.Printf("%s@%s (%d platforms) -> %s\n", *ref, digest, len(bins), *out)
 }
 
-// Build makes an image holding binary at /<basename>, as its entrypoint, run as NonRootUser.
-// Timestamps are fixed so the same binary always gives the same digest.
-func Build(binary string) (v1.Image, error) {
+// BuildIndex makes one image per platform (see Build) and an OCI image index of them, annotated
+// with md. The binaries' basenames must agree: it is the entrypoint on every platform.
+func BuildIndex(bins map[string]string, md Metadata) (v1.ImageIndex, error) {
+	platforms := make([]string, 0, len(bins))
+	for p := range bins {
+		platforms = append(platforms, p)
+	}
+	sort.Strings(platforms)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var adds []mutate.IndexAddendum
+	for _, p := range platforms {
+		platform, err := v1.ParsePlatform(p)
+		if err != nil {
+			return nil, err
+		}
+		if md.Title == "" {
+			md.Title = path.Base(bins[p])
+		}
+		img, err := Build(bins[p], *platform, md)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform:    platform,
+			Annotations: md.Labels(),
+		}})
+	}
+	idx = mutate.AppendManifests(idx, adds...)
+	return mutate.Annotations(idx, md.Labels()).(v1.ImageIndex), nil
+}
+
+// Build makes an image for platform holding binary at /<basename>, as its entrypoint, run as
+// NonRootUser, with md as labels and manifest annotations. Timestamps are fixed so the same
+// binary always gives the same digest.
+func Build(binary string, platform v1.Platform, md Metadata) (v1.Image, error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
 		return nil, err
@@ -84,16 +171,23 @@ func Build(binary string) (v1.Image, error) {
 		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.OS, cfg.Architecture, cfg.Variant = platform.OS, platform.Architecture, platform.Variant
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{"/" + file}
 	cfg.Config.User = NonRootUser
 	cfg.Config.WorkingDir = "/"
-	return mutate.ConfigFile(img, cfg)
+	if labels := md.Labels(); len(labels) > 0 {
+		cfg.Config.Labels = labels
+	}
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		return nil, err
+	}
+	return mutate.Annotations(img, md.Labels()).(v1.Image), nil
 }
 
-// Write stores the image as an OCI layout folder and, when archive is set, a docker-archive tarball.
-func Write(img v1.Image, ref, out, archive string) error {
+// Write stores the index as an OCI layout folder (its one entry annotated with the reference) and,
+// when archive is set, that folder as an oci-archive tarball.
+func Write(idx v1.ImageIndex, ref, out, archive string) error {
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return err
@@ -105,11 +199,54 @@ func Write(img v1.Image, ref, out, archive string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag.String()})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": tag.String(),
+		"io.containerd.image.name":          tag.String(),
+	})); err != nil {
 		return err
 	}
 	if archive != "" {
-		return tarball.WriteToFile(archive, tag, img)
+		return tarDir(out, archive)
 	}
 	return nil
+}
+
+// tarDir writes dir's files into a tarball with fixed timestamps and sorted names (reproducible).
+func tarDir(dir, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
+		if d.IsDir() {
+			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o755
+			return tw.WriteHeader(hdr)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o644, int64(len(data))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if cerr := tw.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -46,6 +46,7 @@ import (
 	kafkalinkscheme "github.com/kafkalink/kafkalink/generated/clientset/versioned/scheme"
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/version"
 )
 
 // Options are the operator's settings, bound to command-line flags by AddFlags.
@@ -97,7 +98,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to take or renew the Lease.")
 	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
-	fs.StringVar(&o.ProxyImage, "proxy-image", "ghcr.io/kafkalink/kafkalink-proxy:latest", "Image of the kafkalink-proxy Deployments.")
+	fs.StringVar(&o.ProxyImage, "proxy-image", version.ProxyImage(), "Image of the kafkalink-proxy Deployments (defaults to the proxy of this release).")
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
 	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
 	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", commaList(&o.ProxyFilterTypes))
