@@ -200,6 +200,10 @@ spec:
 	}
 }
 
+// userRoles counts the ClusterRoles the chart offers others whatever the install mode:
+// kafkalink-servicebinding, kafkalink-edit and kafkalink-view. They grant the operator nothing.
+const userRoles = 3
+
 // TestChartDefaultRender: the default render (release kafkalink, as the docs install it) is accepted,
 // has the install bundle's names and the release's images, and its RBAC runs the operator.
 func TestChartDefaultRender(t *testing.T) {
@@ -207,7 +211,7 @@ func TestChartDefaultRender(t *testing.T) {
 	rendered := helmTemplate(t, "kafkalink", ns)
 	objs := decode(t, rendered)
 	got := kinds(objs)
-	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1, "Deployment": 1, "PodDisruptionBudget": 1} {
+	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": 3 + userRoles, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1, "Deployment": 1, "PodDisruptionBudget": 1} {
 		if got[kind] != n {
 			t.Errorf("%d %s in the default render, want %d (all: %v)", got[kind], kind, n, got)
 		}
@@ -237,14 +241,15 @@ func TestChartDefaultRender(t *testing.T) {
 	waitConnectionReason(t, "app-default", "KafkaNotFound")
 }
 
-// TestChartWatchNamespacesRender: with watchNamespaces, no cluster-wide bindings are rendered and
+// TestChartWatchNamespacesRender: with watchNamespaces, no cluster-wide bindings (and no
+// ClusterRoles but those offered to others) are rendered, and
 // the per-namespace Roles are enough for an operator watching exactly those namespaces.
 func TestChartWatchNamespacesRender(t *testing.T) {
 	const ns = "teams-operator"
 	rendered := helmTemplate(t, "teams", ns, "watchNamespaces={team-a,team-b}", "replicas=1")
 	objs := decode(t, rendered)
 	got := kinds(objs)
-	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": 0, "ClusterRoleBinding": 0, "Role": 3, "RoleBinding": 3, "Deployment": 1, "PodDisruptionBudget": 0} {
+	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": userRoles, "ClusterRoleBinding": 0, "Role": 3, "RoleBinding": 3, "Deployment": 1, "PodDisruptionBudget": 0} {
 		if got[kind] != n {
 			t.Errorf("%d %s in the watchNamespaces render, want %d (all: %v)", got[kind], kind, n, got)
 		}
