@@ -10,7 +10,7 @@ VERSION ?= dev
 # by hack/build-controlplane.sh.
 CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
 
-.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
+.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata
 
 all: build
 
@@ -38,6 +38,9 @@ fuzz: ## A short run of every fuzz target (FUZZTIME each).
 generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
 	bash hack/update-codegen.sh
 	bash hack/update-manifests.sh
+
+testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite) from the current code; review the diff.
+	$(GO) test -count=1 ./pkg/gateway ./pkg/binding ./proxy/kafka -run Golden -update
 
 manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml from the CRDs, RBAC and operator Deployment.
 	bash hack/update-manifests.sh
