@@ -1,4 +1,4 @@
-# kafkalink: `make demo` runs the product on a local control plane; `make test` runs everything CI runs.
+# kafkalink: `make demo` runs the product on a local control plane; `make test` runs everything CI runs; `make help` lists every target.
 SHELL := /bin/bash
 GO ?= go
 FUZZTIME ?= 10s
@@ -10,9 +10,12 @@ VERSION ?= dev
 # by hack/build-controlplane.sh.
 CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
 
-.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata
+.PHONY: vulncheck all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata help
 
-all: build
+all: build ## The default goal: build.
+
+help: ## List the targets and what they do.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build the operator and the proxy into bin/.
 	$(GO) build -o bin/ ./cmd/...
@@ -90,5 +93,5 @@ demo: controlplane ## The whole product on a local control plane with a demo Kaf
 	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
 	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 $(if $(DEMO_ONCE),-demo-once,-demo)
 
-clean:
+clean: ## Remove bin/ and _output/.
 	rm -rf bin _output
