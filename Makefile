@@ -1,4 +1,4 @@
-# kafkalink: `make demo` runs the product on a local control plane; `make test` runs everything CI runs.
+# kafkalink: `make demo` runs the product on a local control plane; `make test` runs everything CI runs; `make help` lists every target.
 SHELL := /bin/bash
 GO ?= go
 FUZZTIME ?= 10s
@@ -16,9 +16,12 @@ LDFLAGS := -s -w -X github.com/kafkalink/kafkalink/pkg/version.Version=$(VERSION
 # by hack/build-controlplane.sh.
 CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
 
-.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean
+.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata help
 
-all: build
+all: build ## The default goal: build.
+
+help: ## List the targets and what they do.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build the operator and the proxy into bin/.
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
@@ -44,6 +47,9 @@ fuzz: ## A short run of every fuzz target (FUZZTIME each).
 generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
 	bash hack/update-codegen.sh
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
+
+testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite) from the current code; review the diff.
+	$(GO) test -count=1 ./pkg/gateway ./pkg/binding ./proxy/kafka -run Golden -update
 
 manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml (images at VERSION) and the chart's CRDs, RBAC copies and Chart.yaml.
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
@@ -91,5 +97,5 @@ demo: controlplane ## The whole product on a local control plane with a demo Kaf
 	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
 	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 $(if $(DEMO_ONCE),-demo-once,-demo)
 
-clean:
+clean: ## Remove bin/ and _output/.
 	rm -rf bin _output

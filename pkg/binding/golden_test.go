@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/x509"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,10 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
 
+	"github.com/kafkalink/kafkalink/internal/golden"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 func parseKafkaYAML(t testing.TB, doc string) *strimzi.Kafka {
 	t.Helper()
@@ -219,20 +216,7 @@ func TestGoldenBindingSecrets(t *testing.T) {
 				t.Fatalf("Build failed: %v", f)
 			}
 			got := renderResult(t, name, res)
-			path := filepath.Join("testdata", tc.golden+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("reading golden file (create it with -update): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file; rerun with -update and review the diff.\n--- got:\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.golden+".golden"), got)
 		})
 	}
 }

@@ -2,7 +2,6 @@ package binding
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/internal/golden"
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 )
 
@@ -129,20 +129,7 @@ func TestGoldenRouteBindings(t *testing.T) {
 				t.Fatalf("BuildRoute failed: %v", f)
 			}
 			got := renderResult(t, name, res)
-			path := filepath.Join("testdata", tc.golden+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("reading golden file (create it with -update): %v", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file; rerun with -update and review the diff.\n--- got:\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.golden+".golden"), got)
 		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,10 +23,9 @@ import (
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/internal/golden"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden .out.yaml files")
 
 // testEnvironment is the optional "kind: Environment" document of a case.
 type testEnvironment struct {
@@ -203,8 +201,8 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	return s
 }
 
-// golden is the .out.yaml form of a Result.
-type golden struct {
+// goldenResult is the .out.yaml form of a Result.
+type goldenResult struct {
 	Hold            bool                                                  `json:"hold,omitempty"`
 	RequeueAfter    string                                                `json:"requeueAfter,omitempty"`
 	PruneKinds      []string                                              `json:"pruneKinds,omitempty"`
@@ -216,7 +214,7 @@ type golden struct {
 
 func render(t *testing.T, res *Result) []byte {
 	t.Helper()
-	g := golden{Hold: res.Hold, PruneKinds: res.PruneKinds, GatewayStatus: res.GatewayStatus, RouteParents: res.RouteParents}
+	g := goldenResult{Hold: res.Hold, PruneKinds: res.PruneKinds, GatewayStatus: res.GatewayStatus, RouteParents: res.RouteParents}
 	if res.RequeueAfter > 0 {
 		g.RequeueAfter = res.RequeueAfter.String()
 	}
@@ -252,20 +250,7 @@ func TestGolden(t *testing.T) {
 			if again := render(t, Translate(loadCase(t, in))); !bytes.Equal(got, again) {
 				t.Fatal("two translations of one snapshot differ")
 			}
-			outPath := filepath.Join("testdata", name+".out.yaml")
-			if *update {
-				if err := os.WriteFile(outPath, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(outPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the translation (run go test ./pkg/gateway -update and review the diff):\n%s", outPath, diff(string(want), string(got)))
-			}
+			golden.Check(t, filepath.Join("testdata", name+".out.yaml"), got)
 		})
 	}
 }
@@ -307,28 +292,6 @@ func unstructuredString(m map[string]any, path ...string) (string, bool, error) 
 	}
 	s, ok := cur.(string)
 	return s, ok, nil
-}
-
-// diff is a small line diff, enough to review a golden mismatch.
-func diff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	n := max(len(w), len(g))
-	shown := 0
-	for i := 0; i < n && shown < 40; i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n- %s\n+ %s\n", i+1, wl, gl)
-			shown++
-		}
-	}
-	return b.String()
 }
 
 // Services as the seed's "Network Exposition" section names them.

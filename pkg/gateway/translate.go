@@ -927,21 +927,23 @@ func (t *translator) conflictOnListeners(p *pending, msg string) {
 	}
 }
 
-// sniClash says how two virtual clusters on one listener would take each other's hosts.
+// sniClash says how two virtual clusters on one listener would take each other's hosts: the
+// first overlap config.HostOverlaps finds, or "" when there is none.
 func sniClash(a, b config.VirtualCluster) string {
-	switch {
-	case strings.EqualFold(a.BootstrapHost, b.BootstrapHost):
+	overlaps := config.HostOverlaps(a, b)
+	if len(overlaps) == 0 {
+		return ""
+	}
+	switch overlaps[0] {
+	case config.SameBootstrapHost:
 		return "same bootstrap host " + a.BootstrapHost
-	case strings.EqualFold(a.BrokerPattern, b.BrokerPattern):
+	case config.SameBrokerPattern:
 		return "same broker hosts " + a.BrokerPattern
-	}
-	if _, ok := a.MatchBroker(b.BootstrapHost); ok {
+	case config.BootstrapIsBroker:
 		return fmt.Sprintf("bootstrap host %s matches broker hosts %s", b.BootstrapHost, a.BrokerPattern)
-	}
-	if _, ok := b.MatchBroker(a.BootstrapHost); ok {
+	default: // config.BrokerIsBootstrap
 		return fmt.Sprintf("broker hosts %s match bootstrap host %s", b.BrokerPattern, a.BootstrapHost)
 	}
-	return ""
 }
 
 func (t *translator) commit(route string, p *pending, listeners []*listenerState) {

@@ -5,18 +5,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+	"github.com/kafkalink/kafkalink/internal/golden"
+)
 
 // frameResponse encodes resp with a response header (correlation id 7, tagged fields when flexible), without size.
 func frameResponse(resp kmsg.Response) []byte {
@@ -158,7 +156,7 @@ func TestRewriteGolden(t *testing.T) {
 	for _, key := range []int16{KeyProduce, KeyFetch, KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge} {
 		name := kmsg.NameForKey(key)
 		t.Run(name, func(t *testing.T) {
-			var golden strings.Builder
+			var lines strings.Builder
 			for v := firstRewritten[key]; v <= MaxVersion(key); v++ {
 				in := frameResponse(sampleResponse(key, v))
 				orig := bytes.Clone(in)
@@ -198,30 +196,10 @@ func TestRewriteGolden(t *testing.T) {
 				if err != nil || !bytes.Equal(back, in) {
 					t.Errorf("v%d: rewriting back does not restore the input (err %v)", v, err)
 				}
-				fmt.Fprintf(&golden, "v%d %s\n", v, hex.EncodeToString(out))
+				fmt.Fprintf(&lines, "v%d %s\n", v, hex.EncodeToString(out))
 			}
-			compareGolden(t, filepath.Join("testdata", "rewrite", name+".golden"), golden.String())
+			golden.Check(t, filepath.Join("testdata", "rewrite", name+".golden"), []byte(lines.String()))
 		})
-	}
-}
-
-func compareGolden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs; run go test ./proxy/kafka -update and review the diff\ngot:\n%s", path, got)
 	}
 }
 
@@ -252,7 +230,7 @@ func TestRewriteLeavesResponsesWithoutEndpoints(t *testing.T) {
 }
 
 func TestRewriteApiVersionsGolden(t *testing.T) {
-	var golden strings.Builder
+	var lines strings.Builder
 	for v := int16(0); v <= MaxVersion(KeyApiVersions); v++ {
 		r := kmsg.NewPtrApiVersionsResponse()
 		r.SetVersion(v)
@@ -276,7 +254,7 @@ func TestRewriteApiVersionsGolden(t *testing.T) {
 		if fmt.Sprint(got.ApiKeys) != fmt.Sprint(want) {
 			t.Errorf("v%d: keys %v, want %v", v, got.ApiKeys, want)
 		}
-		fmt.Fprintf(&golden, "v%d %s\n", v, hex.EncodeToString(out))
+		fmt.Fprintf(&lines, "v%d %s\n", v, hex.EncodeToString(out))
 	}
 	// A broker's UNSUPPORTED_VERSION answer is v0 whatever the request version.
 	r := kmsg.NewPtrApiVersionsResponse()
@@ -286,9 +264,9 @@ func TestRewriteApiVersionsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&golden, "unsupported %s\n", hex.EncodeToString(out))
-	fmt.Fprintf(&golden, "local %s\n", hex.EncodeToString(UnsupportedApiVersions(7)))
-	compareGolden(t, filepath.Join("testdata", "rewrite", "ApiVersions.golden"), golden.String())
+	fmt.Fprintf(&lines, "unsupported %s\n", hex.EncodeToString(out))
+	fmt.Fprintf(&lines, "local %s\n", hex.EncodeToString(UnsupportedApiVersions(7)))
+	golden.Check(t, filepath.Join("testdata", "rewrite", "ApiVersions.golden"), []byte(lines.String()))
 }
 
 func TestProduceAcks(t *testing.T) {
