@@ -84,7 +84,8 @@ type ProxyLimits struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1024
 	MaxFrameBytes *int32 `json:"maxFrameBytes,omitempty"`
-	// IdleTimeout closes a connection with no traffic in either direction for this long.
+	// IdleTimeout closes a connection whose client has sent no request for this long (responses
+	// still flowing do not count).
 	// +optional
 	IdleTimeout *LimitDuration `json:"idleTimeout,omitempty"`
 	// FirstRequestTimeout closes a client connection that sends no complete request this long

@@ -35,7 +35,8 @@ type ProxyLimitsApplyConfiguration struct {
 	HandshakesPerSecond *int32 `json:"handshakesPerSecond,omitempty"`
 	// MaxFrameBytes is the largest Kafka frame accepted in either direction.
 	MaxFrameBytes *int32 `json:"maxFrameBytes,omitempty"`
-	// IdleTimeout closes a connection with no traffic in either direction for this long.
+	// IdleTimeout closes a connection whose client has sent no request for this long (responses
+	// still flowing do not count).
 	IdleTimeout *kroxyliciousv1alpha1.LimitDuration `json:"idleTimeout,omitempty"`
 	// FirstRequestTimeout closes a client connection that sends no complete request this long
 	// after its TLS handshake.
