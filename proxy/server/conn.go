@@ -112,6 +112,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAliveConfig(keepAlive)
+		setUserTimeout(tc, lim.WriteTimeout.Duration)
 	}
 	var route *vcRoute
 	nodeID := plainNodeID
