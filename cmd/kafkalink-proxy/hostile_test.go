@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
 
 // hostileProxy is the proxy binary (this test binary running main) on loopback in front of kfake.
@@ -314,13 +316,13 @@ func TestHostileClients(t *testing.T) {
 			}
 		}},
 		{"non-reading client", func(t *testing.T) {
-			fill(t, p.kfake.ListenAddrs()[0], "big")
+			proxytest.FillTopic(t, p.kfake.ListenAddrs()[0], "big")
 			raw := p.dialRaw(t, "")
 			_ = raw.(*net.TCPConn).SetReadBuffer(4 << 10)
 			c := tls.Client(raw, &tls.Config{ServerName: "p-bootstrap.test", RootCAs: p.roots})
 			defer c.Close()
 			f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hog"))
-			fetch := f.AppendRequest(nil, bigFetch("big"), 2)
+			fetch := f.AppendRequest(nil, proxytest.BigFetch("big", 1), 2)
 			prod := kmsg.NewPtrProduceRequest()
 			prod.SetVersion(9)
 			prod.Acks, prod.TimeoutMillis = 1, 1000
@@ -419,35 +421,4 @@ func waitFor(t *testing.T, cond func() bool, msg string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal(msg)
-}
-
-// bigFetch is a Fetch v12 request (by topic name) for partition 0 from offset 0.
-func bigFetch(topic string) *kmsg.FetchRequest {
-	f := kmsg.NewPtrFetchRequest()
-	f.SetVersion(12)
-	f.MaxWaitMillis, f.MaxBytes = 10, 64<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes, fp.LogStartOffset = 16<<20, -1
-	ft.Partitions = append(ft.Partitions, fp)
-	f.Topics = append(f.Topics, ft)
-	return f
-}
-
-// fill writes about 4 MiB into topic, directly to the cluster.
-func fill(t *testing.T, seed, topic string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(2<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	val := make([]byte, 512<<10)
-	for range 8 {
-		if err := cl.ProduceSync(ctx, kgo.SliceRecord(val)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
 
 // metricValue returns the value of the first metric line starting with prefix (name and
@@ -186,47 +187,13 @@ func TestHandshakeRateLimit(t *testing.T) {
 	waitMetric(t, p, `kafkalink_proxy_connections_refused_total{reason="handshake_rate"}`, func(v float64) bool { return v >= 1 })
 }
 
-// bigFetch returns a Fetch v12 request (by topic name, not rewritten) for every partition of
-// topic from offset 0.
-func bigFetch(topic string) *kmsg.FetchRequest {
-	f := kmsg.NewPtrFetchRequest()
-	f.SetVersion(12)
-	f.MaxWaitMillis, f.MaxBytes = 10, 64<<20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	for i := range int32(3) {
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.PartitionMaxBytes, fp.LogStartOffset = i, 16<<20, -1
-		ft.Partitions = append(ft.Partitions, fp)
-	}
-	f.Topics = append(f.Topics, ft)
-	return f
-}
-
-// fillTopic writes about 4 MiB into topic, directly to the cluster.
-func fillTopic(t *testing.T, seed, topic string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(2<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	val := make([]byte, 512<<10)
-	for range 8 {
-		if err := cl.ProduceSync(ctx, kgo.SliceRecord(val)).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestNonReadingClientIsClosed: a client that sends requests but never reads its responses is
-// closed after writeTimeout, although it keeps sending (so idleTimeout never fires).
+// closed after writeTimeout, although it keeps sending (so idleTimeout does not fire).
 func TestNonReadingClientIsClosed(t *testing.T) {
 	dir := t.TempDir()
 	pki := newPKI(t)
 	kc := fakeKafka(t, nil, "")
-	fillTopic(t, kc.ListenAddrs()[0], "big")
+	proxytest.FillTopic(t, kc.ListenAddrs()[0], "big")
 	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
 	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
 	// idleTimeout 5s covers a rare loopback state seen under load, where the client's own sends
@@ -246,7 +213,7 @@ func TestNonReadingClientIsClosed(t *testing.T) {
 	// idleTimeout could end the connection.
 	c := tls.Client(raw, &tls.Config{ServerName: "a-bootstrap.kafka.test", RootCAs: pki.pool})
 	defer c.Close()
-	req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hog")).AppendRequest(nil, bigFetch("big"), 1)
+	req := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hog")).AppendRequest(nil, proxytest.BigFetch("big", 3), 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	// Keeps sending, never reads. No write deadline: a timed-out write leaves a TLS connection
