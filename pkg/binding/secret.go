@@ -4,6 +4,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
@@ -212,7 +214,7 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 	}
 	var certs []*x509.Certificate
 	seen := map[string]bool{}
-	for _, entry := range caCertEntries(ca.Data) {
+	for _, entry := range strimzi.CACertEntries(slices.Collect(maps.Keys(ca.Data))) {
 		parsed, f := parseCertificates(ca.Data[entry], fmt.Sprintf("entry %s of Secret %s", entry, ca.Name))
 		if f != nil {
 			return f

@@ -15,16 +15,16 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"sort"
-	"strings"
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // Entries of Strimzi's Secrets that kafkalink reads.
 const (
-	caCertEntry       = "ca.crt"
+	caCertEntry       = strimzi.CACertKey
 	caP12Entry        = "ca.p12"
 	caPasswordEntry   = "ca.password"
 	userCertEntry     = "user.crt"
@@ -87,19 +87,6 @@ func encodeCertsPEM(certs []*x509.Certificate) []byte {
 		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	return b.Bytes()
-}
-
-// caCertEntries lists the certificate entries of the cluster CA Secret: ca.crt first, then every
-// other *.crt (Strimzi keeps the old CA as ca-<date>.crt during a renewal) in name order.
-func caCertEntries(data map[string][]byte) []string {
-	var others []string
-	for k := range data {
-		if k != caCertEntry && strings.HasSuffix(k, ".crt") {
-			others = append(others, k)
-		}
-	}
-	sort.Strings(others)
-	return append([]string{caCertEntry}, others...)
 }
 
 // parsePrivateKey reads an unencrypted PEM private key in PKCS#8, PKCS#1 or SEC 1 form.

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -358,7 +359,7 @@ func (t *translator) policyStatus(res *Result) {
 		ns := kroxyliciousv1alpha1.Namespace(t.ns)
 		entry := &kroxyliciousv1alpha1.PolicyAncestorStatus{
 			AncestorRef: kroxyliciousv1alpha1.ParentReference{
-				Group: ptr.To(kroxyliciousGroup), Kind: ptr.To(kindGateway), Namespace: &ns, Name: kroxyliciousv1alpha1.ObjectName(t.gw.Name),
+				Group: ptr.To(gatewaymodel.Group), Kind: ptr.To(gatewaymodel.KindGateway), Namespace: &ns, Name: kroxyliciousv1alpha1.ObjectName(t.gw.Name),
 			},
 			ControllerName: ControllerName,
 		}

@@ -12,18 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
-)
-
-// Groups and kinds that appear in ReferenceGrants.
-const (
-	kroxyliciousGroup = "kroxylicious.io"
-	filterGroup       = "filter.kroxylicious.io"
-	kindGateway       = "KafkaGateway"
-	kindRoute         = "KafkaRoute"
-	kindPolicy        = "KafkaBackendTLSPolicy"
-	kindFilter        = "KafkaFilter"
-	kindService       = "Service"
-	kindSecret        = "Secret"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 )
 
 // visible reports whether the snapshot can hold objects of namespace ns.
@@ -31,33 +20,10 @@ func (t *translator) visible(ns string) bool {
 	return t.s.Env.VisibleNamespaces == nil || slices.Contains(t.s.Env.VisibleNamespaces, ns)
 }
 
-// granted reports whether a ReferenceGrant in toNS lets fromKind objects of fromNS refer to the
-// toKind object toName there. References within one namespace need no grant.
-func (t *translator) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
-	if fromNS == toNS {
-		return true
-	}
-	for _, g := range t.s.ReferenceGrants {
-		if g == nil || g.Namespace != toNS {
-			continue
-		}
-		fromOK := false
-		for _, f := range g.Spec.From {
-			if string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNS {
-				fromOK = true
-				break
-			}
-		}
-		if !fromOK {
-			continue
-		}
-		for _, to := range g.Spec.To {
-			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || string(*to.Name) == toName) {
-				return true
-			}
-		}
-	}
-	return false
+// granted reports whether a ReferenceGrant of the snapshot lets from refer to to (always within
+// one namespace).
+func (t *translator) granted(from gatewaymodel.From, to gatewaymodel.To) bool {
+	return gatewaymodel.Granted(t.s.ReferenceGrants, from, to)
 }
 
 // refProblem is a reference that does not resolve: a condition reason and a message.
@@ -72,19 +38,16 @@ func (p *refProblem) Error() string { return p.message }
 // across namespaces (allowed by a ReferenceGrant), a copy of just those keys, because a pod can
 // mount Secrets of its own namespace only. missingReason is the reason for a missing Secret or key.
 func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, fromGroup, fromKind, fromNS string, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
-	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+	if !gatewaymodel.IsSecretRef(ref) {
 		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
 	}
-	ns := fromNS
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = string(*ref.Namespace)
-	}
+	ns := gatewaymodel.RefNamespace(ref.Namespace, fromNS)
 	name := string(ref.Name)
 	if ns != fromNS {
 		if !t.visible(ns) {
 			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
-		if !t.granted(fromGroup, fromKind, fromNS, "", kindSecret, ns, name) {
+		if !t.granted(gatewaymodel.From{Group: fromGroup, Kind: fromKind, Namespace: fromNS}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
 			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, fromKind, fromNS)}
 		}
 	}

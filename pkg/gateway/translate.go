@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -214,15 +217,12 @@ func (t *translator) hold(res *Result, reason, message string) {
 func (t *translator) permittedCopies() map[string]bool {
 	keep := map[string]bool{}
 	add := func(ref kroxyliciousv1alpha1.SecretObjectReference, fromKind, fromNS string) {
-		if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+		if !gatewaymodel.IsSecretRef(ref) {
 			return
 		}
-		ns := fromNS
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
+		ns := gatewaymodel.RefNamespace(ref.Namespace, fromNS)
 		name := string(ref.Name)
-		if ns == t.ns || !t.visible(ns) || !t.granted(kroxyliciousGroup, fromKind, fromNS, "", kindSecret, ns, name) {
+		if ns == t.ns || !t.visible(ns) || !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: fromKind, Namespace: fromNS}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
 			return
 		}
 		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]; secret != nil {
@@ -234,45 +234,42 @@ func (t *translator) permittedCopies() map[string]bool {
 			continue
 		}
 		for _, ref := range l.TLS.CertificateRefs {
-			add(ref, kindGateway, t.ns)
+			add(ref, gatewaymodel.KindGateway, t.ns)
 		}
 		if fv := l.TLS.FrontendValidation; fv != nil {
 			for _, ref := range fv.CACertificateRefs {
-				add(ref, kindGateway, t.ns)
+				add(ref, gatewaymodel.KindGateway, t.ns)
 			}
 		}
 	}
 	if b := t.gw.Spec.BackendTLS; b != nil && b.ClientCertificateRef != nil {
-		add(*b.ClientCertificateRef, kindGateway, t.ns)
+		add(*b.ClientCertificateRef, gatewaymodel.KindGateway, t.ns)
 	}
 	for _, p := range t.s.Policies {
 		if p == nil {
 			continue
 		}
 		for _, ref := range p.Spec.Validation.CACertificateRefs {
-			add(ref, kindPolicy, p.Namespace)
+			add(ref, gatewaymodel.KindPolicy, p.Namespace)
 		}
 	}
 	return keep
 }
 
 func supportedKinds() []kroxyliciousv1alpha1.RouteGroupKind {
-	g := kroxyliciousGroup
-	return []kroxyliciousv1alpha1.RouteGroupKind{{Group: &g, Kind: kindRoute}}
+	g := gatewaymodel.Group
+	return []kroxyliciousv1alpha1.RouteGroupKind{{Group: &g, Kind: gatewaymodel.KindRoute}}
 }
 
 // readParameters applies the KafkaGatewayParameters, or the defaults without a reference.
 func (t *translator) readParameters() (string, bool) {
 	t.replicas = 1
 	t.managementPort = config.DefaultManagementPort
-	var ref *kroxyliciousv1alpha1.LocalParametersReference
-	if t.gw.Spec.Infrastructure != nil {
-		ref = t.gw.Spec.Infrastructure.ParametersRef
-	}
+	ref := gatewaymodel.ParametersRef(t.gw)
 	if ref == nil {
 		return "", true
 	}
-	if ref.Group != kroxyliciousGroup || ref.Kind != "KafkaGatewayParameters" {
+	if !gatewaymodel.IsParametersRef(ref) {
 		return fmt.Sprintf("parametersRef must name a kroxylicious.io KafkaGatewayParameters, not %s %s", ref.Group, ref.Kind), false
 	}
 	p := t.s.Parameters
@@ -475,7 +472,7 @@ func (t *translator) readListeners() {
 
 		var problems []*refProblem
 		for _, ref := range spec.TLS.CertificateRefs {
-			secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef, checkKeyPair)
+			secret, p := t.secretRef(ref, gatewaymodel.Group, gatewaymodel.KindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidCertificateRef, checkKeyPair)
 			if p != nil {
 				if p.reason == ReasonInvalidKind {
 					p.reason = ReasonInvalidCertificateRef
@@ -488,7 +485,7 @@ func (t *translator) readListeners() {
 		}
 		if fv := spec.TLS.FrontendValidation; fv != nil {
 			for _, ref := range fv.CACertificateRefs {
-				secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef, nil)
+				secret, p := t.secretRef(ref, gatewaymodel.Group, gatewaymodel.KindGateway, t.ns, []string{"ca.crt"}, ReasonInvalidCACertificateRef, nil)
 				if p != nil {
 					if p.reason == ReasonInvalidKind {
 						p.reason = ReasonInvalidCACertificateRef
@@ -539,7 +536,7 @@ func (t *translator) readClientCertificate() {
 		return
 	}
 	ref := *t.gw.Spec.BackendTLS.ClientCertificateRef
-	secret, p := t.secretRef(ref, kroxyliciousGroup, kindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef, checkKeyPair)
+	secret, p := t.secretRef(ref, gatewaymodel.Group, gatewaymodel.KindGateway, t.ns, []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}, ReasonInvalidClientCertificateRef, checkKeyPair)
 	if p != nil {
 		if p.reason == ReasonInvalidKind {
 			p.reason = ReasonInvalidClientCertificateRef
@@ -571,13 +568,7 @@ func sortedRoutes(routes []*kroxyliciousv1alpha1.KafkaRoute) []*kroxyliciousv1al
 
 // refersTo reports whether a route parentRef names this gateway.
 func (t *translator) refersTo(pr kroxyliciousv1alpha1.KafkaRouteParentReference) bool {
-	if pr.Group != nil && *pr.Group != kroxyliciousGroup {
-		return false
-	}
-	if pr.Kind != nil && *pr.Kind != kindGateway {
-		return false
-	}
-	return string(pr.Name) == t.gw.Name
+	return gatewaymodel.IsGatewayParent(pr) && string(pr.Name) == t.gw.Name
 }
 
 func (t *translator) attachRoutes(res *Result) {
@@ -599,11 +590,11 @@ func (t *translator) attachRoutes(res *Result) {
 			}
 			ref := kroxyliciousv1alpha1.ParentReference{Group: pr.Group, Kind: pr.Kind, Name: pr.Name, SectionName: pr.SectionName}
 			if ref.Group == nil {
-				g := kroxyliciousGroup
+				g := gatewaymodel.Group
 				ref.Group = &g
 			}
 			if ref.Kind == nil {
-				k := kindGateway
+				k := gatewaymodel.KindGateway
 				ref.Kind = &k
 			}
 			acc := Condition(ConditionAccepted, true, ReasonAccepted, "attached to the gateway", route.Generation)
@@ -743,12 +734,12 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	}
 
 	// Hostnames.
-	var hosts []Host
+	var hosts []gatewaymodel.Host
 	for _, hn := range pr.Hostnames {
 		if d := t.deniedDomain(string(hn)); d != "" {
 			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("hostname %s is under ingress domain %s, which the operator does not allow", hn, d)}, t.resolveRefsOnly(route, pr)
 		}
-		h, err := ResolveHost(string(hn), t.ns, t.s.Env.ClusterDomain, t.ingressDomains, len(t.parentRefs) > 0)
+		h, err := gatewaymodel.ResolveHost(string(hn), t.ns, t.s.Env.ClusterDomain, t.ingressDomains, len(t.parentRefs) > 0)
 		if err != nil {
 			return &refProblem{ReasonUnsupportedValue, err.Error()}, t.resolveRefsOnly(route, pr)
 		}
@@ -777,24 +768,13 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 				TargetBootstrap: target,
 				UpstreamTLS:     upstream,
 				Filters:         filters,
-			}
-			switch h.Exposure {
-			case ExposeOpenShiftRoute:
-				vc.AdvertisedPort = 443 // the OpenShift router's TLS port
-			case ExposeTLSRoute:
-				vc.AdvertisedPort = 443 // as Strimzi's tlsroute listener: the Gateway's port is not known here
-				for _, ref := range t.parentRefs {
-					if ref.Port != nil {
-						vc.AdvertisedPort = int32(*ref.Port)
-						break
-					}
-				}
+				AdvertisedPort:  gatewaymodel.AdvertisedPort(h.Exposure, t.parentRefs),
 			}
 			p.sni = append(p.sni, pendingSNI{l, sniClaim{route.Name, vc}})
 			if resolved == nil && l.usable {
 				p.vcs = append(p.vcs, vc)
 			}
-			if h.Exposure == ExposeLoadBalancer {
+			if h.Exposure == gatewaymodel.ExposeLoadBalancer {
 				p.addService(route.Name, true, route.Name, l, fmt.Sprintf("the LoadBalancer of route %s", route.Name))
 				continue
 			}
@@ -807,10 +787,10 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 				p.addService(ph.svc, false, route.Name, l, "host "+ph.host)
 				dr := &desiredRoute{name: ph.svc, route: route.Name, host: ph.host, service: ph.svc, port: port, listener: string(l.spec.Name)}
 				switch h.Exposure {
-				case ExposeOpenShiftRoute:
+				case gatewaymodel.ExposeOpenShiftRoute:
 					p.os = append(p.os, dr)
 					p.claims = append(p.claims, claim{ObjectKey{"Route", ph.svc}, route.Name + "|" + ph.host + "|" + dr.listener, "host " + ph.host})
-				case ExposeTLSRoute:
+				case gatewaymodel.ExposeTLSRoute:
 					p.tls = append(p.tls, dr)
 					p.claims = append(p.claims, claim{ObjectKey{"TLSRoute", ph.svc}, route.Name + "|" + ph.host + "|" + dr.listener, "host " + ph.host})
 				}
@@ -990,19 +970,16 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 	}
 	rule := pr.Rules[0]
 	b := rule.BackendRefs[0]
-	if b.Group != nil && *b.Group != "" || b.Kind != nil && *b.Kind != kindService {
+	if b.Group != nil && *b.Group != "" || b.Kind != nil && *b.Kind != gatewaymodel.KindService {
 		return "", nil, nil, &refProblem{ReasonInvalidKind, "backendRefs must name a core Service"}
 	}
-	ns := route.Namespace
-	if b.Namespace != nil && *b.Namespace != "" {
-		ns = string(*b.Namespace)
-	}
+	ns := gatewaymodel.RefNamespace(b.Namespace, route.Namespace)
 	name := string(b.Name)
 	if ns != route.Namespace {
 		if !t.visible(ns) {
 			return "", nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
-		if !t.granted(kroxyliciousGroup, kindRoute, route.Namespace, "", kindService, ns, name) {
+		if !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}) {
 			return "", nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace)}
 		}
 	}
@@ -1029,7 +1006,7 @@ func (t *translator) resolveRefs(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 
 	var filters []config.Filter
 	for _, f := range rule.Filters {
-		if f.Group != nil && *f.Group != filterGroup || f.Kind != nil && *f.Kind != kindFilter {
+		if f.Group != nil && *f.Group != gatewaymodel.FilterGroup || f.Kind != nil && *f.Kind != gatewaymodel.KindFilter {
 			return target, nil, nil, &refProblem{ReasonInvalidKind, fmt.Sprintf("filter %q must be a filter.kroxylicious.io KafkaFilter", f.Name)}
 		}
 		kf := t.filters[string(f.Name)]
@@ -1091,7 +1068,7 @@ func (t *translator) upstreamTLS(svc *corev1.Service, port corev1.ServicePort) (
 			continue
 		}
 		p := ps.policy
-		if p.Namespace != svc.Namespace && !t.granted(kroxyliciousGroup, kindPolicy, p.Namespace, "", kindService, svc.Namespace, svc.Name) {
+		if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
 			if !ps.used { // a policy that applies elsewhere for this gateway keeps that status
 				ps.used = true
 				ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
@@ -1138,11 +1115,8 @@ func (t *translator) upstreamTLS(svc *corev1.Service, port corev1.ServicePort) (
 
 func policyTargets(p *kroxyliciousv1alpha1.KafkaBackendTLSPolicy, svc *corev1.Service, port corev1.ServicePort) bool {
 	for _, ref := range p.Spec.TargetRefs {
-		ns := p.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
-		if ref.Kind != kindService || ns != svc.Namespace || string(ref.Name) != svc.Name {
+		ns := gatewaymodel.RefNamespace(ref.Namespace, p.Namespace)
+		if ref.Kind != gatewaymodel.KindService || ns != svc.Namespace || string(ref.Name) != svc.Name {
 			continue
 		}
 		if ref.SectionName == nil || *ref.SectionName == "" || string(*ref.SectionName) == port.Name {
@@ -1158,7 +1132,7 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	ps.used = true
 	ps.accepted, ps.resolved = nil, nil
 	p := ps.policy
-	if p.Namespace != svc.Namespace && !t.granted(kroxyliciousGroup, kindPolicy, p.Namespace, "", kindService, svc.Namespace, svc.Name) {
+	if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
 		ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
 		ps.tls = &config.UpstreamTLS{}
 		return
@@ -1174,7 +1148,7 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	reason := ReasonInvalidCACertificateRef
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		keys := t.caKeys(ref, p.Namespace)
-		secret, prob := t.secretRef(ref, kroxyliciousGroup, kindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef, nil)
+		secret, prob := t.secretRef(ref, gatewaymodel.Group, gatewaymodel.KindPolicy, p.Namespace, keys, ReasonInvalidCACertificateRef, nil)
 		if prob != nil {
 			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
 				reason = prob.reason
@@ -1193,38 +1167,15 @@ func (t *translator) evaluatePolicy(ps *policyState, svc *corev1.Service) {
 	ps.tls = up
 }
 
-// caKeys lists the CA certificate entries of a trust Secret: ca.crt, and every other ca*.crt. During a
-// Strimzi cluster CA renewal the new certificate is in ca.crt while brokers may still present
-// certificates of the old one, kept as ca-<date>.crt; trusting only ca.crt would refuse them.
+// caKeys lists the CA certificate entries of a trust Secret, by the Strimzi CA-renewal rule
+// (strimzi.CACertEntries): ca.crt, then every ca-<date>.crt an unfinished renewal keeps.
 func (t *translator) caKeys(ref kroxyliciousv1alpha1.SecretObjectReference, fromNS string) []string {
-	keys := []string{"ca.crt"}
-	ns := fromNS
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = string(*ref.Namespace)
-	}
-	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: string(ref.Name)}]
+	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, fromNS), Name: string(ref.Name)}]
 	if secret == nil {
-		return keys
+		return strimzi.CACertEntries(nil)
 	}
-	var older []string
-	for _, data := range []map[string]string{stringKeys(secret.Data), secret.StringData} {
-		for k := range data {
-			if k != "ca.crt" && strings.HasPrefix(k, "ca") && strings.HasSuffix(k, ".crt") && !slices.Contains(older, k) {
-				older = append(older, k)
-			}
-		}
-	}
-	sort.Strings(older)
-	return append(keys, older...)
-}
-
-// stringKeys gives a Secret's Data keys in the shape of its StringData, to walk both alike.
-func stringKeys(data map[string][]byte) map[string]string {
-	keys := make(map[string]string, len(data))
-	for k := range data {
-		keys[k] = ""
-	}
-	return keys
+	keys := slices.Collect(maps.Keys(secret.Data))
+	return strimzi.CACertEntries(slices.AppendSeq(keys, maps.Keys(secret.StringData)))
 }
 
 // requeueAfter keeps the earliest positive delay.

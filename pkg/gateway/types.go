@@ -23,11 +23,12 @@ import (
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
 // ControllerName is written in the controllerName of route parent and policy ancestor status.
-const ControllerName = "kafkalink.io/gateway-controller"
+const ControllerName = gatewaymodel.ControllerName
 
 // Labels and annotations on generated objects.
 const (
@@ -68,7 +69,7 @@ const (
 
 // Condition types used beyond Gateway API's Accepted, Programmed, ResolvedRefs and Conflicted.
 const (
-	ConditionAccepted     = "Accepted"
+	ConditionAccepted     = gatewaymodel.ConditionAccepted
 	ConditionProgrammed   = "Programmed"
 	ConditionResolvedRefs = "ResolvedRefs"
 	ConditionConflicted   = "Conflicted"
