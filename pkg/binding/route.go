@@ -196,78 +196,107 @@ func ChooseRoute(in RouteInput) (RouteChoice, *Failure) {
 	if len(parents) == 0 {
 		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaRoute %s has no KafkaGateway in its parentRefs", routeRef))
 	}
-
-	rc := RouteChoice{Parent: -1}
+	var rc RouteChoice
+	var f *Failure
 	if in.RequestedListener != "" {
-		var missing, offered []string
-		for _, i := range parents {
-			pr := r.Spec.ParentRefs[i]
-			gw := in.Gateways[string(pr.Name)]
-			if gw == nil {
-				missing = append(missing, string(pr.Name))
-				continue
-			}
-			if pr.SectionName != nil && *pr.SectionName != "" {
-				offered = append(offered, fmt.Sprintf("%s/%s", pr.Name, *pr.SectionName))
-				if string(*pr.SectionName) != in.RequestedListener {
-					continue
-				}
-			} else {
-				offered = append(offered, fmt.Sprintf("%s/{%s}", pr.Name, strings.Join(listenerNamesOf(gw), ",")))
-			}
-			if l, ok := gatewayListener(gw, in.RequestedListener); ok {
-				rc.Parent, rc.Gateway, rc.Listener = i, gw, l
-				break
-			}
-		}
-		if rc.Parent < 0 {
-			if len(offered) == 0 {
-				return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist",
-					r.Namespace, strings.Join(missing, ", "), routeRef))
-			}
-			msg := fmt.Sprintf("KafkaRoute %s attaches to no gateway listener %q (it attaches to %s)", routeRef, in.RequestedListener, strings.Join(offered, ", "))
-			if len(missing) > 0 {
-				msg += fmt.Sprintf("; KafkaGateway %s does not exist", strings.Join(missing, ", "))
-			}
-			return RouteChoice{}, fail(ReasonListenerNotFound, msg)
-		}
+		rc, f = chooseRequestedListener(in, parents)
 	} else {
-		i := parents[0]
+		rc, f = chooseFirstParentListener(in, parents[0])
+	}
+	if f != nil {
+		return RouteChoice{}, f
+	}
+	if f := checkRouteListener(rc.Gateway, rc.Listener); f != nil {
+		return RouteChoice{}, f
+	}
+	return chooseHost(in, rc)
+}
+
+// chooseRequestedListener picks the first KafkaGateway parentRef that attaches to a listener named
+// spec.kafka.listener.
+func chooseRequestedListener(in RouteInput, parents []int) (RouteChoice, *Failure) {
+	r := in.Route
+	routeRef := r.Namespace + "/" + r.Name
+	var missing, offered []string
+	for _, i := range parents {
 		pr := r.Spec.ParentRefs[i]
 		gw := in.Gateways[string(pr.Name)]
 		if gw == nil {
-			return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist", r.Namespace, pr.Name, routeRef))
+			missing = append(missing, string(pr.Name))
+			continue
 		}
-		name := ""
 		if pr.SectionName != nil && *pr.SectionName != "" {
-			name = string(*pr.SectionName)
-		} else if names := listenerNamesOf(gw); len(names) > 0 {
-			name = names[0]
-		}
-		l, ok := gatewayListener(gw, name)
-		if !ok {
-			if name == "" {
-				return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listeners", gw.Namespace, gw.Name))
+			offered = append(offered, fmt.Sprintf("%s/%s", pr.Name, *pr.SectionName))
+			if string(*pr.SectionName) != in.RequestedListener {
+				continue
 			}
-			return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listener %q (sectionName of KafkaRoute %s; it has %s)",
-				gw.Namespace, gw.Name, name, routeRef, quotedList(listenerNamesOf(gw))))
+		} else {
+			offered = append(offered, fmt.Sprintf("%s/{%s}", pr.Name, strings.Join(listenerNamesOf(gw), ",")))
 		}
-		rc.Parent, rc.Gateway, rc.Listener = i, gw, l
+		if l, ok := gatewayListener(gw, in.RequestedListener); ok {
+			return RouteChoice{Parent: i, Gateway: gw, Listener: l}, nil
+		}
 	}
+	if len(offered) == 0 {
+		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist",
+			r.Namespace, strings.Join(missing, ", "), routeRef))
+	}
+	msg := fmt.Sprintf("KafkaRoute %s attaches to no gateway listener %q (it attaches to %s)", routeRef, in.RequestedListener, strings.Join(offered, ", "))
+	if len(missing) > 0 {
+		msg += fmt.Sprintf("; KafkaGateway %s does not exist", strings.Join(missing, ", "))
+	}
+	return RouteChoice{}, fail(ReasonListenerNotFound, msg)
+}
 
-	gw, l := rc.Gateway, rc.Listener
+// chooseFirstParentListener picks the listener of the first KafkaGateway parentRef (index i):
+// its sectionName, else the gateway's first listener in name order.
+func chooseFirstParentListener(in RouteInput, i int) (RouteChoice, *Failure) {
+	r := in.Route
+	routeRef := r.Namespace + "/" + r.Name
+	pr := r.Spec.ParentRefs[i]
+	gw := in.Gateways[string(pr.Name)]
+	if gw == nil {
+		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist", r.Namespace, pr.Name, routeRef))
+	}
+	name := ""
+	if pr.SectionName != nil && *pr.SectionName != "" {
+		name = string(*pr.SectionName)
+	} else if names := listenerNamesOf(gw); len(names) > 0 {
+		name = names[0]
+	}
+	l, ok := gatewayListener(gw, name)
+	if !ok {
+		if name == "" {
+			return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listeners", gw.Namespace, gw.Name))
+		}
+		return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listener %q (sectionName of KafkaRoute %s; it has %s)",
+			gw.Namespace, gw.Name, name, routeRef, quotedList(listenerNamesOf(gw))))
+	}
+	return RouteChoice{Parent: i, Gateway: gw, Listener: l}, nil
+}
+
+// checkRouteListener refuses listeners a binding cannot use: not kafka-tls, without
+// certificates, or asking for client certificates.
+func checkRouteListener(gw *kroxyliciousv1alpha1.KafkaGateway, l kroxyliciousv1alpha1.Listener) *Failure {
 	gwRef := gw.Namespace + "/" + gw.Name
 	switch {
 	case l.Protocol != kroxyliciousv1alpha1.ProtocolKafkaTLS:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has protocol %q; kafkalink serves %s only",
+		return fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has protocol %q; kafkalink serves %s only",
 			l.Name, gwRef, l.Protocol, kroxyliciousv1alpha1.ProtocolKafkaTLS))
 	case l.TLS == nil || len(l.TLS.CertificateRefs) == 0:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has no tls.certificateRefs", l.Name, gwRef))
+		return fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has no tls.certificateRefs", l.Name, gwRef))
 	case l.TLS.FrontendValidation != nil && len(l.TLS.FrontendValidation.CACertificateRefs) > 0:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf(
+		return fail(ReasonListenerIncompatible, fmt.Sprintf(
 			"listener %q of KafkaGateway %s requires client certificates (tls.frontendValidation), and a binding through a gateway carries none: the gateway terminates TLS, so a KafkaUser's certificate would never reach the Kafka cluster", l.Name, gwRef))
 	}
+	return nil
+}
 
+// chooseHost picks the hostname of the chosen parentRef (spec.kafka.hostname, else the first
+// in-cluster one, else the first), resolved as the gateway serves it, and the port clients use.
+func chooseHost(in RouteInput, rc RouteChoice) (RouteChoice, *Failure) {
+	r, gw := in.Route, rc.Gateway
+	routeRef := r.Namespace + "/" + r.Name
 	pr := r.Spec.ParentRefs[rc.Parent]
 	ingressDomains, gatewayParents := gatewayExposure(gw, in.Parameters)
 	if len(pr.Hostnames) == 0 {
@@ -301,7 +330,7 @@ func ChooseRoute(in RouteInput) (RouteChoice, *Failure) {
 	// The port clients are told, exactly as the gateway translator advertises it.
 	rc.Port = gatewaymodel.AdvertisedPort(rc.Host.Exposure, gatewayParents)
 	if rc.Port == 0 {
-		rc.Port = int32(l.Port)
+		rc.Port = int32(rc.Listener.Port)
 	}
 	return rc, nil
 }
@@ -446,6 +475,7 @@ func covers(chain []byte, host string) bool {
 	return c.VerifyHostname(host) == nil
 }
 
+// gatewayListener is the gateway's listener of a name.
 func gatewayListener(gw *kroxyliciousv1alpha1.KafkaGateway, name string) (kroxyliciousv1alpha1.Listener, bool) {
 	for _, l := range gw.Spec.Listeners {
 		if string(l.Name) == name && name != "" {
@@ -455,6 +485,7 @@ func gatewayListener(gw *kroxyliciousv1alpha1.KafkaGateway, name string) (kroxyl
 	return kroxyliciousv1alpha1.Listener{}, false
 }
 
+// listenerNamesOf are a gateway's listener names, sorted.
 func listenerNamesOf(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Listeners))
 	for _, l := range gw.Spec.Listeners {
@@ -464,6 +495,7 @@ func listenerNamesOf(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 	return names
 }
 
+// quotedList quotes names for a message, or says none.
 func quotedList(names []string) string {
 	if len(names) == 0 {
 		return "none"
