@@ -508,9 +508,9 @@ func quotedList(names []string) string {
 }
 
 // GatewayMayUseSecret reports whether KafkaGateway gw may use the Secret namespace/name key as a
-// listener certificate: the rule pkg/gateway applies, through gatewaymodel.Granted (same namespace, or a ReferenceGrant in the
-// Secret's namespace from KafkaGateways of the gateway's namespace to that Secret). grants are the
-// ReferenceGrants of the Secret's namespace. A binding reads the CA only of such Secrets, so a
+// listener certificate, by the rule pkg/gateway applies too (gatewaymodel.Granted: same
+// namespace, or a ReferenceGrant in the Secret's namespace from KafkaGateways of the gateway's
+// namespace to that Secret). grants are the ReferenceGrants of the Secret's namespace. A binding reads the CA only of such Secrets, so a
 // route cannot be used to read ca.crt from any Secret in the cluster.
 func GatewayMayUseSecret(gw *kroxyliciousv1alpha1.KafkaGateway, key string, grants []*gatewayv1beta1.ReferenceGrant) bool {
 	ns, name, ok := strings.Cut(key, "/")

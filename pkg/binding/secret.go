@@ -90,6 +90,7 @@ type SecretInput struct {
 
 type storeFormats struct{ pkcs12, jks bool }
 
+// parseStoreFormats reads spec.storeFormats (DefaultStoreFormats when empty).
 func parseStoreFormats(in []string) (storeFormats, *Failure) {
 	if len(in) == 0 {
 		in = DefaultStoreFormats()
@@ -192,6 +193,7 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 	return data, nil
 }
 
+// userNotReadyDetail says why a KafkaUser is not ready yet, when Strimzi's status tells.
 func userNotReadyDetail(u *strimzi.KafkaUser) string {
 	if u.Status.ObservedGeneration != 0 && u.Status.ObservedGeneration < u.Generation {
 		return fmt.Sprintf(" (Strimzi has seen generation %d of %d)", u.Status.ObservedGeneration, u.Generation)
@@ -205,6 +207,8 @@ func userNotReadyDetail(u *strimzi.KafkaUser) string {
 	return " (no Ready condition)"
 }
 
+// addTruststore adds the CA certificates clients trust, from every CA entry of the CA Secret
+// (strimzi.CACertEntries), in PEM and the asked store formats.
 func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerStatus, formats storeFormats, cache *StoreCache) *Failure {
 	if ca == nil {
 		return fail(ReasonCACertificateMissing, "the cluster CA certificate Secret does not exist")
@@ -259,6 +263,7 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 	return nil
 }
 
+// addSCRAM adds a scram-sha-512 user's credentials.
 func addSCRAM(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData) *Failure {
 	if s == nil {
 		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
@@ -288,6 +293,7 @@ func jaasEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }
 
+// addKeystore adds a tls user's certificate and key, in PEM and the asked store formats.
 func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, formats storeFormats, cache *StoreCache) *Failure {
 	if s == nil {
 		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
@@ -409,6 +415,7 @@ func cacheKey(kind string, formats storeFormats, password string, source []byte,
 	return digest("kafkalink store cache "+kind, parts...)
 }
 
+// boolByte is a bool as one byte of a cache key.
 func boolByte(b bool) byte {
 	if b {
 		return 1

@@ -143,10 +143,12 @@ type detReader struct {
 	buf  []byte
 }
 
+// newDetReader is a detReader seeded from a domain (one per store kind) and the store's inputs.
 func newDetReader(domain string, parts ...[]byte) *detReader {
 	return &detReader{seed: digest(domain, parts...)}
 }
 
+// Read fills p from the stream; it never fails.
 func (r *detReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -327,6 +329,7 @@ func cheapToDecode(der []byte) bool {
 	return walkDER(der, 0, &nodes)
 }
 
+// walkDER is cheapToDecode's walk: every node of b within maxDERDepth and maxDERNodes, every INTEGER small.
 func walkDER(b []byte, depth int, nodes *int) bool {
 	if depth > maxDERDepth {
 		return false

@@ -317,6 +317,7 @@ func (p *pending) addHostObjects(route string, l *listenerState, h gatewaymodel.
 	}
 }
 
+// addService adds a listener's port to a pending Service, adding the Service if new.
 func (p *pending) addService(name string, lb bool, route string, l *listenerState) {
 	if p.svcIndex == nil {
 		p.svcIndex = map[svcKey]*desiredService{}

@@ -122,6 +122,7 @@ type objectSet struct {
 	problems []*refProblem
 }
 
+// add adds an object, unless an object the gateway does not control holds its name.
 func (o *objectSet) add(kind, name string, obj *unstructured.Unstructured) {
 	key := ObjectKey{kind, name}
 	if o.foreign[key] {
@@ -331,6 +332,8 @@ func (t *translator) meta(name, route string) metav1.ObjectMeta {
 	return m
 }
 
+// deployment renders the proxy Deployment: the configuration and every mounted Secret as
+// volumes, probes on the management port, and a locked-down pod.
 func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 	name := DeploymentName(t.gw.Name)
 	podMeta := t.meta("", "")
@@ -452,6 +455,7 @@ func (t *translator) restartChecksum(cfg *config.Config) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// openShiftRoute renders a passthrough OpenShift Route for one host.
 func (t *translator) openShiftRoute(r *desiredRoute) *unstructured.Unstructured {
 	m := t.meta(r.name, r.route)
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -469,6 +473,7 @@ func (t *translator) openShiftRoute(r *desiredRoute) *unstructured.Unstructured 
 	return u
 }
 
+// tlsRoute renders a Gateway API TLSRoute for one host, under the parameters' parentRefs.
 func (t *translator) tlsRoute(r *desiredRoute) *unstructured.Unstructured {
 	m := t.meta(r.name, r.route)
 	var parents []any
@@ -507,6 +512,7 @@ func (t *translator) tlsRoute(r *desiredRoute) *unstructured.Unstructured {
 	}}
 }
 
+// metaMap is object metadata in unstructured form.
 func metaMap(m metav1.ObjectMeta) map[string]any {
 	out := map[string]any{"name": m.Name, "namespace": m.Namespace}
 	if len(m.Labels) > 0 {
@@ -539,6 +545,7 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
+// prune deletes nil values and empty maps, and reports whether m is left empty.
 func prune(m map[string]any) bool {
 	for k, v := range m {
 		switch t := v.(type) {
@@ -559,6 +566,7 @@ func prune(m map[string]any) bool {
 	return len(m) == 0
 }
 
+// sortedKeys are a map's keys, sorted.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

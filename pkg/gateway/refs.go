@@ -33,6 +33,7 @@ type refProblem struct {
 	reason, message string
 }
 
+// Error is the problem's message.
 func (p *refProblem) Error() string { return p.message }
 
 // kindAs gives a wrong-kind problem the reason of the reference it was found on (a listener's
@@ -58,6 +59,7 @@ type copyRequest struct {
 	keys   []string
 }
 
+// newEffects is an empty set of effects.
 func newEffects() *effects {
 	return &effects{mounts: map[string]string{}, filterSecret: map[string]bool{}}
 }

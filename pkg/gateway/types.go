@@ -1,12 +1,3 @@
-// Package gateway translates the gateway model (KafkaGateway, KafkaGatewayParameters,
-// KafkaRoute, KafkaBackendTLSPolicy, KafkaFilter and the Secrets, Services and ReferenceGrants
-// they name) into the objects that run and expose a kafkalink-proxy: a Deployment, a ConfigMap
-// with the proxy configuration, Services, OpenShift Routes and Gateway API TLSRoutes, together
-// with Gateway-API-shaped status for the gateway, its routes and policies.
-//
-// Translate is pure: a Snapshot in, a Result out, no clients, no clock reads (the snapshot
-// carries the time), deterministic output (everything sorted). Bad user data becomes status,
-// never a panic or an error.
 package gateway
 
 import (

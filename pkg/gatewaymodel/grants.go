@@ -37,6 +37,7 @@ func Granted(grants []*gatewayv1beta1.ReferenceGrant, from From, to To) bool {
 	return false
 }
 
+// grantFrom reports whether a grant's spec.from lists from.
 func grantFrom(g *gatewayv1beta1.ReferenceGrant, from From) bool {
 	for _, f := range g.Spec.From {
 		if string(f.Group) == from.Group && string(f.Kind) == from.Kind && string(f.Namespace) == from.Namespace {
@@ -46,6 +47,7 @@ func grantFrom(g *gatewayv1beta1.ReferenceGrant, from From) bool {
 	return false
 }
 
+// grantTo reports whether a grant's spec.to covers to.
 func grantTo(g *gatewayv1beta1.ReferenceGrant, to To) bool {
 	for _, t := range g.Spec.To {
 		// An unset name grants every object of the kind (the API refuses an empty one; it is

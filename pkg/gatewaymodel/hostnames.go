@@ -100,6 +100,7 @@ func ResolveHost(pattern, namespace, clusterDomain string, ingressDomains []stri
 	return h, nil
 }
 
+// validHostLength refuses hosts the namespace made longer than a DNS name may be.
 func validHostLength(h Host) error {
 	if len(h.Bootstrap) > 253 || len(strings.Replace(h.BrokerPattern, config.NodeIDPlaceholder, "2147483647", 1)) > 253 {
 		return fmt.Errorf("hostname %q with the namespace added is longer than 253 characters", h.Pattern)
@@ -107,6 +108,7 @@ func validHostLength(h Host) error {
 	return nil
 }
 
+// firstLabel is a host's first DNS label.
 func firstLabel(host string) string {
 	first, _, _ := strings.Cut(host, ".")
 	return first
