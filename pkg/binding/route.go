@@ -375,7 +375,7 @@ func checkAccepted(r *kroxyliciousv1alpha1.KafkaRoute, rc RouteChoice) *Failure 
 	for _, ps := range r.Status.Parents {
 		ref := ps.ParentRef
 		if ps.ControllerName != gatewaymodel.ControllerName || ref.Name != pr.Name ||
-			(ref.Namespace != nil && *ref.Namespace != "" && string(*ref.Namespace) != r.Namespace) {
+			gatewaymodel.RefNamespace(ref.Namespace, r.Namespace) != r.Namespace {
 			continue
 		}
 		got := ""

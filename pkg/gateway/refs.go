@@ -189,21 +189,8 @@ func (t *translator) permittedCopies() map[string]bool {
 			keep[copyName(t.gw.Name, secret)] = true
 		}
 	}
-	for _, l := range t.gw.Spec.Listeners {
-		if l.TLS == nil {
-			continue
-		}
-		for _, ref := range l.TLS.CertificateRefs {
-			add(ref, gatewaymodel.KindGateway, t.ns)
-		}
-		if fv := l.TLS.FrontendValidation; fv != nil {
-			for _, ref := range fv.CACertificateRefs {
-				add(ref, gatewaymodel.KindGateway, t.ns)
-			}
-		}
-	}
-	if b := t.gw.Spec.BackendTLS; b != nil && b.ClientCertificateRef != nil {
-		add(*b.ClientCertificateRef, gatewaymodel.KindGateway, t.ns)
+	for _, ref := range gatewaymodel.GatewaySecretRefs(t.gw) {
+		add(ref, gatewaymodel.KindGateway, t.ns)
 	}
 	for _, p := range t.s.Policies {
 		if p == nil {

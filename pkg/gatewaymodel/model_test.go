@@ -1,6 +1,7 @@
 package gatewaymodel
 
 import (
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,5 +123,28 @@ func TestAdvertisedPort(t *testing.T) {
 				t.Errorf("AdvertisedPort = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestGatewaySecretRefs(t *testing.T) {
+	gw := &kroxyliciousv1alpha1.KafkaGateway{}
+	gw.Namespace = "apps"
+	gw.Spec.Listeners = []kroxyliciousv1alpha1.Listener{
+		{Name: "plain"},
+		{Name: "tls", TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{
+			CertificateRefs:    []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}, {Name: "other-ns", Namespace: ptr.To[kroxyliciousv1alpha1.Namespace]("certs")}, {Name: "cm", Kind: ptr.To("ConfigMap")}},
+			FrontendValidation: &kroxyliciousv1alpha1.FrontendTLSValidation{CACertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "client-ca"}}},
+		}},
+	}
+	gw.Spec.BackendTLS = &kroxyliciousv1alpha1.GatewayBackendTLS{ClientCertificateRef: &kroxyliciousv1alpha1.SecretObjectReference{Name: "client"}}
+	var names []string
+	for _, ref := range GatewaySecretRefs(gw) {
+		names = append(names, string(ref.Name))
+	}
+	if want := []string{"cert", "other-ns", "cm", "client-ca", "client"}; !slices.Equal(names, want) {
+		t.Errorf("GatewaySecretRefs names %q, want %q", names, want)
+	}
+	if got, want := CertificateSecrets(gw, gw.Spec.Listeners[1]), []string{"apps/cert", "certs/other-ns"}; !slices.Equal(got, want) {
+		t.Errorf("CertificateSecrets = %q, want %q: Secrets only, namespaces defaulted", got, want)
 	}
 }

@@ -76,3 +76,23 @@ func CertificateSecrets(gw *kroxyliciousv1alpha1.KafkaGateway, l kroxyliciousv1a
 	}
 	return out
 }
+
+// GatewaySecretRefs are every Secret reference of a gateway, in spec order: each listener's
+// certificateRefs and frontendValidation caCertificateRefs, then backendTLS.clientCertificateRef.
+// Their kinds are not checked here.
+func GatewaySecretRefs(gw *kroxyliciousv1alpha1.KafkaGateway) []kroxyliciousv1alpha1.SecretObjectReference {
+	var out []kroxyliciousv1alpha1.SecretObjectReference
+	for _, l := range gw.Spec.Listeners {
+		if l.TLS == nil {
+			continue
+		}
+		out = append(out, l.TLS.CertificateRefs...)
+		if fv := l.TLS.FrontendValidation; fv != nil {
+			out = append(out, fv.CACertificateRefs...)
+		}
+	}
+	if b := gw.Spec.BackendTLS; b != nil && b.ClientCertificateRef != nil {
+		out = append(out, *b.ClientCertificateRef)
+	}
+	return out
+}
