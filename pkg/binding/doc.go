@@ -8,4 +8,11 @@
 // KafkaUser and Secrets from its listers into an Input, calls Build, and either applies the
 // Secret data or puts the returned Failure's reason and message into the Ready condition. Equal
 // inputs give byte-identical outputs, so an unchanged connection never rewrites its Secret.
+//
+// Map: listener.go chooses a Strimzi listener (ChooseListener); route.go chooses a gateway
+// listener and hostname (ChooseRoute) and the CA a route binding trusts, reading the gateway
+// model's facts (parent gateways, parameters, hostnames, advertised port, ReferenceGrants) from
+// pkg/gatewaymodel, never from the translator; secret.go assembles the Secret (Build,
+// AssembleSecret) with the CA entries of strimzi.CACertEntries; stores.go and cache.go write
+// and memoize the PKCS12 and JKS stores; failure.go lists the reasons.
 package binding

@@ -73,4 +73,5 @@ type Failure struct {
 // Error lets a Failure be logged or wrapped like an error.
 func (f *Failure) Error() string { return f.Reason + ": " + f.Message }
 
+// fail is a Failure of a reason and message.
 func fail(reason, message string) *Failure { return &Failure{Reason: reason, Message: message} }

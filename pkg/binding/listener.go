@@ -208,6 +208,7 @@ func bootstrapServers(st strimzi.ListenerStatus) string {
 	return strings.Join(out, ",")
 }
 
+// listenerNames lists listeners for a message.
 func listenerNames(ls []strimzi.Listener) string {
 	if len(ls) == 0 {
 		return "no listeners"
@@ -219,6 +220,7 @@ func listenerNames(ls []strimzi.Listener) string {
 	return strings.Join(names, ", ")
 }
 
+// kafkaRef is namespace/name of a Kafka, for messages.
 func kafkaRef(k *strimzi.Kafka) string {
 	if k.Namespace == "" {
 		return k.Name
@@ -226,6 +228,7 @@ func kafkaRef(k *strimzi.Kafka) string {
 	return k.Namespace + "/" + k.Name
 }
 
+// userRef is namespace/name of a KafkaUser, for messages.
 func userRef(u *strimzi.KafkaUser) string {
 	if u.Namespace == "" {
 		return u.Name
@@ -233,6 +236,7 @@ func userRef(u *strimzi.KafkaUser) string {
 	return u.Namespace + "/" + u.Name
 }
 
+// describeUser names a KafkaUser and how it authenticates, for messages.
 func describeUser(u *strimzi.KafkaUser) string {
 	if u == nil {
 		return "a connection without a KafkaUser"

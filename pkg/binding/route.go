@@ -10,10 +10,11 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
-	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -42,13 +43,6 @@ const (
 // ProviderKafkaLink is the provider entry of a binding through a KafkaRoute: the addresses and
 // the truststore are the proxy's, not Strimzi's (the credentials still are Strimzi's).
 const ProviderKafkaLink = "kafkalink"
-
-// Group and kinds of the gateway model a route binding reads.
-const (
-	routeGroup       = "kroxylicious.io"
-	routeGatewayKind = "KafkaGateway"
-	paramsKind       = "KafkaGatewayParameters"
-)
 
 // RouteInput is everything a binding through a KafkaRoute is computed from, as the controller
 // gathers it from its listers.
@@ -97,7 +91,7 @@ type RouteChoice struct {
 	// Listener is the gateway listener.
 	Listener kroxyliciousv1alpha1.Listener
 	// Host is the chosen hostname, resolved as the gateway serves it.
-	Host gateway.Host
+	Host gatewaymodel.Host
 	// Port is the port clients connect to for that hostname.
 	Port int32
 }
@@ -110,7 +104,7 @@ func (c RouteChoice) BootstrapServers() string {
 // BuildRoute computes the binding of a connection that names a KafkaRoute, so that the proxied
 // cluster looks to the application exactly like a real one:
 //   - bootstrap.servers is the route's bootstrap host (the first in-cluster hostname unless one
-//     is requested) on the port clients use, as pkg/gateway resolves and exposes it;
+//     is requested) on the port clients use, as pkg/gatewaymodel resolves it for the translator too;
 //   - security.protocol is SSL, or SASL_SSL with a scram-sha-512 user, whose credentials are
 //     assembled exactly as for a Strimzi Kafka (AssembleSecret);
 //   - the truststore holds the ca.crt of the listener's certificate Secret (as cert-manager
@@ -195,103 +189,132 @@ func ChooseRoute(in RouteInput) (RouteChoice, *Failure) {
 	routeRef := r.Namespace + "/" + r.Name
 	var parents []int
 	for i, pr := range r.Spec.ParentRefs {
-		if (pr.Group == nil || *pr.Group == routeGroup) && (pr.Kind == nil || *pr.Kind == routeGatewayKind) {
+		if gatewaymodel.IsGatewayParent(pr) {
 			parents = append(parents, i)
 		}
 	}
 	if len(parents) == 0 {
 		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaRoute %s has no KafkaGateway in its parentRefs", routeRef))
 	}
-
-	rc := RouteChoice{Parent: -1}
+	var rc RouteChoice
+	var f *Failure
 	if in.RequestedListener != "" {
-		var missing, offered []string
-		for _, i := range parents {
-			pr := r.Spec.ParentRefs[i]
-			gw := in.Gateways[string(pr.Name)]
-			if gw == nil {
-				missing = append(missing, string(pr.Name))
-				continue
-			}
-			if pr.SectionName != nil && *pr.SectionName != "" {
-				offered = append(offered, fmt.Sprintf("%s/%s", pr.Name, *pr.SectionName))
-				if string(*pr.SectionName) != in.RequestedListener {
-					continue
-				}
-			} else {
-				offered = append(offered, fmt.Sprintf("%s/{%s}", pr.Name, strings.Join(listenerNamesOf(gw), ",")))
-			}
-			if l, ok := gatewayListener(gw, in.RequestedListener); ok {
-				rc.Parent, rc.Gateway, rc.Listener = i, gw, l
-				break
-			}
-		}
-		if rc.Parent < 0 {
-			if len(offered) == 0 {
-				return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist",
-					r.Namespace, strings.Join(missing, ", "), routeRef))
-			}
-			msg := fmt.Sprintf("KafkaRoute %s attaches to no gateway listener %q (it attaches to %s)", routeRef, in.RequestedListener, strings.Join(offered, ", "))
-			if len(missing) > 0 {
-				msg += fmt.Sprintf("; KafkaGateway %s does not exist", strings.Join(missing, ", "))
-			}
-			return RouteChoice{}, fail(ReasonListenerNotFound, msg)
-		}
+		rc, f = chooseRequestedListener(in, parents)
 	} else {
-		i := parents[0]
+		rc, f = chooseFirstParentListener(in, parents[0])
+	}
+	if f != nil {
+		return RouteChoice{}, f
+	}
+	if f := checkRouteListener(rc.Gateway, rc.Listener); f != nil {
+		return RouteChoice{}, f
+	}
+	return chooseHost(in, rc)
+}
+
+// chooseRequestedListener picks the first KafkaGateway parentRef that attaches to a listener named
+// spec.kafka.listener.
+func chooseRequestedListener(in RouteInput, parents []int) (RouteChoice, *Failure) {
+	r := in.Route
+	routeRef := r.Namespace + "/" + r.Name
+	var missing, offered []string
+	for _, i := range parents {
 		pr := r.Spec.ParentRefs[i]
 		gw := in.Gateways[string(pr.Name)]
 		if gw == nil {
-			return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist", r.Namespace, pr.Name, routeRef))
+			missing = append(missing, string(pr.Name))
+			continue
 		}
-		name := ""
 		if pr.SectionName != nil && *pr.SectionName != "" {
-			name = string(*pr.SectionName)
-		} else if names := listenerNamesOf(gw); len(names) > 0 {
-			name = names[0]
-		}
-		l, ok := gatewayListener(gw, name)
-		if !ok {
-			if name == "" {
-				return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listeners", gw.Namespace, gw.Name))
+			offered = append(offered, fmt.Sprintf("%s/%s", pr.Name, *pr.SectionName))
+			if string(*pr.SectionName) != in.RequestedListener {
+				continue
 			}
-			return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listener %q (sectionName of KafkaRoute %s; it has %s)",
-				gw.Namespace, gw.Name, name, routeRef, quotedList(listenerNamesOf(gw))))
+		} else {
+			offered = append(offered, fmt.Sprintf("%s/{%s}", pr.Name, strings.Join(listenerNamesOf(gw), ",")))
 		}
-		rc.Parent, rc.Gateway, rc.Listener = i, gw, l
+		if l, ok := gatewayListener(gw, in.RequestedListener); ok {
+			return RouteChoice{Parent: i, Gateway: gw, Listener: l}, nil
+		}
 	}
+	if len(offered) == 0 {
+		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist",
+			r.Namespace, strings.Join(missing, ", "), routeRef))
+	}
+	msg := fmt.Sprintf("KafkaRoute %s attaches to no gateway listener %q (it attaches to %s)", routeRef, in.RequestedListener, strings.Join(offered, ", "))
+	if len(missing) > 0 {
+		msg += fmt.Sprintf("; KafkaGateway %s does not exist", strings.Join(missing, ", "))
+	}
+	return RouteChoice{}, fail(ReasonListenerNotFound, msg)
+}
 
-	gw, l := rc.Gateway, rc.Listener
+// chooseFirstParentListener picks the listener of the first KafkaGateway parentRef (index i):
+// its sectionName, else the gateway's first listener in name order.
+func chooseFirstParentListener(in RouteInput, i int) (RouteChoice, *Failure) {
+	r := in.Route
+	routeRef := r.Namespace + "/" + r.Name
+	pr := r.Spec.ParentRefs[i]
+	gw := in.Gateways[string(pr.Name)]
+	if gw == nil {
+		return RouteChoice{}, fail(ReasonGatewayNotFound, fmt.Sprintf("KafkaGateway %s/%s named by KafkaRoute %s does not exist", r.Namespace, pr.Name, routeRef))
+	}
+	name := ""
+	if pr.SectionName != nil && *pr.SectionName != "" {
+		name = string(*pr.SectionName)
+	} else if names := listenerNamesOf(gw); len(names) > 0 {
+		name = names[0]
+	}
+	l, ok := gatewayListener(gw, name)
+	if !ok {
+		if name == "" {
+			return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listeners", gw.Namespace, gw.Name))
+		}
+		return RouteChoice{}, fail(ReasonListenerNotFound, fmt.Sprintf("KafkaGateway %s/%s has no listener %q (sectionName of KafkaRoute %s; it has %s)",
+			gw.Namespace, gw.Name, name, routeRef, quotedList(listenerNamesOf(gw))))
+	}
+	return RouteChoice{Parent: i, Gateway: gw, Listener: l}, nil
+}
+
+// checkRouteListener refuses listeners a binding cannot use: not kafka-tls, without
+// certificates, or asking for client certificates.
+func checkRouteListener(gw *kroxyliciousv1alpha1.KafkaGateway, l kroxyliciousv1alpha1.Listener) *Failure {
 	gwRef := gw.Namespace + "/" + gw.Name
 	switch {
 	case l.Protocol != kroxyliciousv1alpha1.ProtocolKafkaTLS:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has protocol %q; kafkalink serves %s only",
+		return fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has protocol %q; kafkalink serves %s only",
 			l.Name, gwRef, l.Protocol, kroxyliciousv1alpha1.ProtocolKafkaTLS))
 	case l.TLS == nil || len(l.TLS.CertificateRefs) == 0:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has no tls.certificateRefs", l.Name, gwRef))
+		return fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of KafkaGateway %s has no tls.certificateRefs", l.Name, gwRef))
 	case l.TLS.FrontendValidation != nil && len(l.TLS.FrontendValidation.CACertificateRefs) > 0:
-		return RouteChoice{}, fail(ReasonListenerIncompatible, fmt.Sprintf(
+		return fail(ReasonListenerIncompatible, fmt.Sprintf(
 			"listener %q of KafkaGateway %s requires client certificates (tls.frontendValidation), and a binding through a gateway carries none: the gateway terminates TLS, so a KafkaUser's certificate would never reach the Kafka cluster", l.Name, gwRef))
 	}
+	return nil
+}
 
+// chooseHost picks the hostname of the chosen parentRef (spec.kafka.hostname, else the first
+// in-cluster one, else the first), resolved as the gateway serves it, and the port clients use.
+func chooseHost(in RouteInput, rc RouteChoice) (RouteChoice, *Failure) {
+	r, gw := in.Route, rc.Gateway
+	routeRef := r.Namespace + "/" + r.Name
 	pr := r.Spec.ParentRefs[rc.Parent]
-	ingressDomains, tlsRoutes, tlsRoutePort := gatewayExposure(gw, in.Parameters)
+	ingressDomains, gatewayParents := gatewayExposure(gw, in.Parameters)
 	if len(pr.Hostnames) == 0 {
 		return RouteChoice{}, fail(ReasonHostnameNotFound, fmt.Sprintf("parentRef %s of KafkaRoute %s lists no hostnames", pr.Name, routeRef))
 	}
-	var chosen *gateway.Host
+	var chosen *gatewaymodel.Host
 	for _, hn := range pr.Hostnames {
 		if in.RequestedHostname != "" && string(hn) != in.RequestedHostname {
 			continue
 		}
-		h, err := gateway.ResolveHost(string(hn), gw.Namespace, in.ClusterDomain, ingressDomains, tlsRoutes)
+		h, err := gatewaymodel.ResolveHost(string(hn), gw.Namespace, in.ClusterDomain, ingressDomains, len(gatewayParents) > 0)
 		if err != nil {
 			return RouteChoice{}, fail(ReasonHostnameInvalid, fmt.Sprintf("hostname %q of KafkaRoute %s: %v", hn, routeRef, err))
 		}
-		if chosen == nil || (h.Exposure == gateway.ExposeInCluster && chosen.Exposure != gateway.ExposeInCluster) {
+		if chosen == nil || (h.Exposure == gatewaymodel.ExposeInCluster && chosen.Exposure != gatewaymodel.ExposeInCluster) {
 			chosen = &h
 		}
-		if h.Exposure == gateway.ExposeInCluster || in.RequestedHostname != "" {
+		if h.Exposure == gatewaymodel.ExposeInCluster || in.RequestedHostname != "" {
 			break
 		}
 	}
@@ -304,67 +327,23 @@ func ChooseRoute(in RouteInput) (RouteChoice, *Failure) {
 			routeRef, in.RequestedHostname, gw.Name, quotedList(written)))
 	}
 	rc.Host = *chosen
-	// The port clients are told, as the gateway translator advertises it: the listener's for
-	// in-cluster and LoadBalancer hostnames, the router's or the parent Gateway's otherwise.
-	switch rc.Host.Exposure {
-	case gateway.ExposeOpenShiftRoute:
-		rc.Port = 443
-	case gateway.ExposeTLSRoute:
-		rc.Port = tlsRoutePort
-	default:
-		rc.Port = int32(l.Port)
+	// The port clients are told, exactly as the gateway translator advertises it.
+	rc.Port = gatewaymodel.AdvertisedPort(rc.Host.Exposure, gatewayParents)
+	if rc.Port == 0 {
+		rc.Port = int32(rc.Listener.Port)
 	}
 	return rc, nil
 }
 
-// gatewayExposure reads what ResolveHost needs from the gateway's KafkaGatewayParameters: the
-// ingress domains, whether a Gateway API parent exposes hostnames, and that parent's port. A
-// missing parametersRef or object means none of these (the gateway reports it itself).
-func gatewayExposure(gw *kroxyliciousv1alpha1.KafkaGateway, params map[string]*kroxyliciousv1alpha1.KafkaGatewayParameters) (ingressDomains []string, tlsRoutes bool, tlsRoutePort int32) {
-	tlsRoutePort = 443 // as Strimzi's tlsroute listener when the parent's port is not given
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return nil, false, tlsRoutePort
-	}
-	ref := gw.Spec.Infrastructure.ParametersRef
-	if ref.Group != routeGroup || ref.Kind != paramsKind {
-		return nil, false, tlsRoutePort
-	}
-	p := params[ref.Name]
+// gatewayExposure reads what ResolveHost and AdvertisedPort need from the gateway's
+// KafkaGatewayParameters: the ingress domains and the Gateway API parents. A missing
+// parametersRef or object means neither (the gateway reports it itself).
+func gatewayExposure(gw *kroxyliciousv1alpha1.KafkaGateway, params map[string]*kroxyliciousv1alpha1.KafkaGatewayParameters) (ingressDomains []string, parents []kroxyliciousv1alpha1.GatewayParentReference) {
+	p := params[gatewaymodel.ParametersName(gw)]
 	if p == nil {
-		return nil, false, tlsRoutePort
+		return nil, nil
 	}
-	for _, pr := range p.Spec.ParentRefs {
-		if pr.Port != nil {
-			tlsRoutePort = int32(*pr.Port)
-			break
-		}
-	}
-	return p.Spec.IngressDomains, len(p.Spec.ParentRefs) > 0, tlsRoutePort
-}
-
-// ParametersName is the KafkaGatewayParameters a gateway names, or "" when it names none.
-func ParametersName(gw *kroxyliciousv1alpha1.KafkaGateway) string {
-	if gw.Spec.Infrastructure == nil || gw.Spec.Infrastructure.ParametersRef == nil {
-		return ""
-	}
-	ref := gw.Spec.Infrastructure.ParametersRef
-	if ref.Group != routeGroup || ref.Kind != paramsKind {
-		return ""
-	}
-	return ref.Name
-}
-
-// GatewayNames are the KafkaGateways (in the route's namespace) a route's parentRefs name.
-func GatewayNames(r *kroxyliciousv1alpha1.KafkaRoute) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, pr := range r.Spec.ParentRefs {
-		if (pr.Group == nil || *pr.Group == routeGroup) && (pr.Kind == nil || *pr.Kind == routeGatewayKind) && !seen[string(pr.Name)] {
-			seen[string(pr.Name)] = true
-			out = append(out, string(pr.Name))
-		}
-	}
-	return out
+	return p.Spec.IngressDomains, p.Spec.ParentRefs
 }
 
 // CertificateSecrets are the namespace/name keys of the Secrets the listeners of a gateway
@@ -373,7 +352,7 @@ func CertificateSecrets(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, l := range gw.Spec.Listeners {
-		for _, key := range certificateKeys(gw, l) {
+		for _, key := range gatewaymodel.CertificateSecrets(gw, l) {
 			if !seen[key] {
 				seen[key] = true
 				out = append(out, key)
@@ -381,25 +360,6 @@ func CertificateSecrets(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
-}
-
-// certificateKeys are the namespace/name keys of a listener's certificate Secrets, in order.
-func certificateKeys(gw *kroxyliciousv1alpha1.KafkaGateway, l kroxyliciousv1alpha1.Listener) []string {
-	if l.TLS == nil {
-		return nil
-	}
-	var out []string
-	for _, ref := range l.TLS.CertificateRefs {
-		if (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret") {
-			continue
-		}
-		ns := gw.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
-		out = append(out, ns+"/"+string(ref.Name))
-	}
 	return out
 }
 
@@ -414,8 +374,8 @@ func checkAccepted(r *kroxyliciousv1alpha1.KafkaRoute, rc RouteChoice) *Failure 
 	}
 	for _, ps := range r.Status.Parents {
 		ref := ps.ParentRef
-		if ps.ControllerName != gateway.ControllerName || ref.Name != pr.Name ||
-			(ref.Namespace != nil && *ref.Namespace != "" && string(*ref.Namespace) != r.Namespace) {
+		if ps.ControllerName != gatewaymodel.ControllerName || ref.Name != pr.Name ||
+			gatewaymodel.RefNamespace(ref.Namespace, r.Namespace) != r.Namespace {
 			continue
 		}
 		got := ""
@@ -426,7 +386,7 @@ func checkAccepted(r *kroxyliciousv1alpha1.KafkaRoute, rc RouteChoice) *Failure 
 			continue
 		}
 		for _, c := range ps.Conditions {
-			if c.Type != gateway.ConditionAccepted {
+			if c.Type != gatewaymodel.ConditionAccepted {
 				continue
 			}
 			switch {
@@ -457,7 +417,7 @@ func routeTrust(in RouteInput, rc RouteChoice) (*SecretData, *Failure) {
 		}
 		return &SecretData{Name: key, Data: map[string][]byte{caCertEntry: s.Data[caCertEntry]}}, nil
 	}
-	keys := certificateKeys(rc.Gateway, rc.Listener)
+	keys := gatewaymodel.CertificateSecrets(rc.Gateway, rc.Listener)
 	var present []string
 	for _, k := range keys {
 		if in.Secrets[k] != nil {
@@ -475,7 +435,7 @@ func routeTrust(in RouteInput, rc RouteChoice) (*SecretData, *Failure) {
 		// The proxy presents, per host, a certificate whose names cover it: trust the CAs of those.
 		var covering []string
 		for _, k := range present {
-			if covers(in.Secrets[k].Data[corev1TLSCert], rc.Host.Bootstrap) {
+			if covers(in.Secrets[k].Data[corev1.TLSCertKey], rc.Host.Bootstrap) {
 				covering = append(covering, k)
 			}
 		}
@@ -502,9 +462,6 @@ func routeTrust(in RouteInput, rc RouteChoice) (*SecretData, *Failure) {
 	return &SecretData{Name: strings.Join(present, ", "), Data: map[string][]byte{caCertEntry: bundle.Bytes()}}, nil
 }
 
-// corev1TLSCert is corev1.TLSCertKey, spelled here to keep the pure core free of API packages.
-const corev1TLSCert = "tls.crt"
-
 // covers reports whether the first certificate of a PEM chain is valid for host by name.
 func covers(chain []byte, host string) bool {
 	block, _ := pem.Decode(chain)
@@ -518,6 +475,7 @@ func covers(chain []byte, host string) bool {
 	return c.VerifyHostname(host) == nil
 }
 
+// gatewayListener is the gateway's listener of a name.
 func gatewayListener(gw *kroxyliciousv1alpha1.KafkaGateway, name string) (kroxyliciousv1alpha1.Listener, bool) {
 	for _, l := range gw.Spec.Listeners {
 		if string(l.Name) == name && name != "" {
@@ -527,6 +485,7 @@ func gatewayListener(gw *kroxyliciousv1alpha1.KafkaGateway, name string) (kroxyl
 	return kroxyliciousv1alpha1.Listener{}, false
 }
 
+// listenerNamesOf are a gateway's listener names, sorted.
 func listenerNamesOf(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 	names := make([]string, 0, len(gw.Spec.Listeners))
 	for _, l := range gw.Spec.Listeners {
@@ -536,6 +495,7 @@ func listenerNamesOf(gw *kroxyliciousv1alpha1.KafkaGateway) []string {
 	return names
 }
 
+// quotedList quotes names for a message, or says none.
 func quotedList(names []string) string {
 	if len(names) == 0 {
 		return "none"
@@ -548,37 +508,16 @@ func quotedList(names []string) string {
 }
 
 // GatewayMayUseSecret reports whether KafkaGateway gw may use the Secret namespace/name key as a
-// listener certificate: the rule pkg/gateway applies (same namespace, or a ReferenceGrant in the
-// Secret's namespace from KafkaGateways of the gateway's namespace to that Secret). grants are the
-// ReferenceGrants of the Secret's namespace. A binding reads the CA only of such Secrets, so a
+// listener certificate, by the rule pkg/gateway applies too (gatewaymodel.Granted: same
+// namespace, or a ReferenceGrant in the Secret's namespace from KafkaGateways of the gateway's
+// namespace to that Secret). grants are the ReferenceGrants of the Secret's namespace. A binding reads the CA only of such Secrets, so a
 // route cannot be used to read ca.crt from any Secret in the cluster.
 func GatewayMayUseSecret(gw *kroxyliciousv1alpha1.KafkaGateway, key string, grants []*gatewayv1beta1.ReferenceGrant) bool {
 	ns, name, ok := strings.Cut(key, "/")
 	if !ok {
 		return false
 	}
-	if ns == gw.Namespace {
-		return true
-	}
-	for _, g := range grants {
-		if g == nil || g.Namespace != ns {
-			continue
-		}
-		fromOK := false
-		for _, f := range g.Spec.From {
-			if string(f.Group) == routeGroup && string(f.Kind) == routeGatewayKind && string(f.Namespace) == gw.Namespace {
-				fromOK = true
-				break
-			}
-		}
-		if !fromOK {
-			continue
-		}
-		for _, t := range g.Spec.To {
-			if string(t.Group) == "" && string(t.Kind) == "Secret" && (t.Name == nil || string(*t.Name) == name) {
-				return true
-			}
-		}
-	}
-	return false
+	return gatewaymodel.Granted(grants,
+		gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindGateway, Namespace: gw.Namespace},
+		gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name})
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
@@ -88,6 +90,7 @@ type SecretInput struct {
 
 type storeFormats struct{ pkcs12, jks bool }
 
+// parseStoreFormats reads spec.storeFormats (DefaultStoreFormats when empty).
 func parseStoreFormats(in []string) (storeFormats, *Failure) {
 	if len(in) == 0 {
 		in = DefaultStoreFormats()
@@ -190,6 +193,7 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 	return data, nil
 }
 
+// userNotReadyDetail says why a KafkaUser is not ready yet, when Strimzi's status tells.
 func userNotReadyDetail(u *strimzi.KafkaUser) string {
 	if u.Status.ObservedGeneration != 0 && u.Status.ObservedGeneration < u.Generation {
 		return fmt.Sprintf(" (Strimzi has seen generation %d of %d)", u.Status.ObservedGeneration, u.Generation)
@@ -203,6 +207,8 @@ func userNotReadyDetail(u *strimzi.KafkaUser) string {
 	return " (no Ready condition)"
 }
 
+// addTruststore adds the CA certificates clients trust, from every CA entry of the CA Secret
+// (strimzi.CACertEntries), in PEM and the asked store formats.
 func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerStatus, formats storeFormats, cache *StoreCache) *Failure {
 	if ca == nil {
 		return fail(ReasonCACertificateMissing, "the cluster CA certificate Secret does not exist")
@@ -212,7 +218,7 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 	}
 	var certs []*x509.Certificate
 	seen := map[string]bool{}
-	for _, entry := range caCertEntries(ca.Data) {
+	for _, entry := range strimzi.CACertEntries(slices.Collect(maps.Keys(ca.Data))) {
 		parsed, f := parseCertificates(ca.Data[entry], fmt.Sprintf("entry %s of Secret %s", entry, ca.Name))
 		if f != nil {
 			return f
@@ -257,6 +263,7 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 	return nil
 }
 
+// addSCRAM adds a scram-sha-512 user's credentials.
 func addSCRAM(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData) *Failure {
 	if s == nil {
 		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
@@ -286,6 +293,7 @@ func jaasEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
 }
 
+// addKeystore adds a tls user's certificate and key, in PEM and the asked store formats.
 func addKeystore(data map[string][]byte, u *strimzi.KafkaUser, s *SecretData, formats storeFormats, cache *StoreCache) *Failure {
 	if s == nil {
 		return fail(ReasonUserSecretMissing, fmt.Sprintf("Secret %s of KafkaUser %s does not exist", u.SecretName(), userRef(u)))
@@ -407,6 +415,7 @@ func cacheKey(kind string, formats storeFormats, password string, source []byte,
 	return digest("kafkalink store cache "+kind, parts...)
 }
 
+// boolByte is a bool as one byte of a cache key.
 func boolByte(b bool) byte {
 	if b {
 		return 1

@@ -15,16 +15,16 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"sort"
-	"strings"
 
 	keystore "github.com/pavlo-v-chernykh/keystore-go/v4"
 	pkcs12 "software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // Entries of Strimzi's Secrets that kafkalink reads.
 const (
-	caCertEntry       = "ca.crt"
+	caCertEntry       = strimzi.CACertKey
 	caP12Entry        = "ca.p12"
 	caPasswordEntry   = "ca.password"
 	userCertEntry     = "user.crt"
@@ -89,19 +89,6 @@ func encodeCertsPEM(certs []*x509.Certificate) []byte {
 	return b.Bytes()
 }
 
-// caCertEntries lists the certificate entries of the cluster CA Secret: ca.crt first, then every
-// other *.crt (Strimzi keeps the old CA as ca-<date>.crt during a renewal) in name order.
-func caCertEntries(data map[string][]byte) []string {
-	var others []string
-	for k := range data {
-		if k != caCertEntry && strings.HasSuffix(k, ".crt") {
-			others = append(others, k)
-		}
-	}
-	sort.Strings(others)
-	return append([]string{caCertEntry}, others...)
-}
-
 // parsePrivateKey reads an unencrypted PEM private key in PKCS#8, PKCS#1 or SEC 1 form.
 func parsePrivateKey(data []byte, where string) (crypto.Signer, *Failure) {
 	rest := data
@@ -156,10 +143,12 @@ type detReader struct {
 	buf  []byte
 }
 
+// newDetReader is a detReader seeded from a domain (one per store kind) and the store's inputs.
 func newDetReader(domain string, parts ...[]byte) *detReader {
 	return &detReader{seed: digest(domain, parts...)}
 }
 
+// Read fills p from the stream; it never fails.
 func (r *detReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -340,6 +329,7 @@ func cheapToDecode(der []byte) bool {
 	return walkDER(der, 0, &nodes)
 }
 
+// walkDER is cheapToDecode's walk: every node of b within maxDERDepth and maxDERNodes, every INTEGER small.
 func walkDER(b []byte, depth int, nodes *int) bool {
 	if depth > maxDERDepth {
 		return false

@@ -15,6 +15,7 @@ import (
 	kroxyliciousv1alpha1listers "github.com/kafkalink/kafkalink/generated/listers/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 
@@ -44,7 +45,7 @@ const (
 // another namespace bind a KafkaRoute.
 const (
 	kindKafkaRoute    = kafkav1beta2.KindKafkaRoute
-	groupKroxylicious = "kroxylicious.io"
+	groupKroxylicious = gatewaymodel.Group
 )
 
 // routeWatch is what the controller reads for connections that name a KafkaRoute: routes,
@@ -189,7 +190,7 @@ func indexRouteByGateway(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	names := binding.GatewayNames(route)
+	names := gatewaymodel.ParentGateways(route)
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = cache.NewObjectName(route.Namespace, n).String()
@@ -210,7 +211,7 @@ func indexGatewayByParameters(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if name := binding.ParametersName(gw); name != "" {
+	if name := gatewaymodel.ParametersName(gw); name != "" {
 		return []string{cache.NewObjectName(gw.Namespace, name).String()}, nil
 	}
 	return nil, nil
@@ -342,13 +343,13 @@ func (r *reconciler) buildRoute(conn *kafkav1beta2.KafkaConnection) (res binding
 	route, err := r.route.routes.KafkaRoutes(rk.Namespace).Get(rk.Name)
 	if err == nil {
 		in.Route = route
-		for _, name := range binding.GatewayNames(route) {
+		for _, name := range gatewaymodel.ParentGateways(route) {
 			gw, err := r.route.gateways.KafkaGateways(rk.Namespace).Get(name)
 			if err != nil {
 				continue
 			}
 			in.Gateways[name] = gw
-			if p := binding.ParametersName(gw); p != "" {
+			if p := gatewaymodel.ParametersName(gw); p != "" {
 				if params, err := r.route.params.KafkaGatewayParameters(rk.Namespace).Get(p); err == nil {
 					in.Parameters[p] = params
 				}
@@ -397,20 +398,10 @@ func (r *reconciler) routePermitted(conn *kafkav1beta2.KafkaConnection, rk cache
 }
 
 func grantAllowsRoute(g *gatewayv1beta1.ReferenceGrant, fromNamespace, routeName string) bool {
-	fromOK := false
-	for _, f := range g.Spec.From {
-		if string(f.Group) == kafkav1beta2.SchemeGroupVersion.Group && string(f.Kind) == kafkaConnectionKind && string(f.Namespace) == fromNamespace {
-			fromOK = true
-			break
-		}
-	}
-	if !fromOK {
-		return false
-	}
-	for _, t := range g.Spec.To {
-		if string(t.Group) == groupKroxylicious && string(t.Kind) == kindKafkaRoute && (t.Name == nil || *t.Name == "" || string(*t.Name) == routeName) {
-			return true
-		}
-	}
-	return false
+	return gatewaymodel.Granted([]*gatewayv1beta1.ReferenceGrant{g}, connectionFrom(fromNamespace), gatewaymodel.To{Group: groupKroxylicious, Kind: kindKafkaRoute, Namespace: g.Namespace, Name: routeName})
+}
+
+// connectionFrom is the referring side of a KafkaConnection's cross-namespace reference.
+func connectionFrom(namespace string) gatewaymodel.From {
+	return gatewaymodel.From{Group: kafkav1beta2.SchemeGroupVersion.Group, Kind: kafkaConnectionKind, Namespace: namespace}
 }

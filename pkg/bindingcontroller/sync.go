@@ -23,6 +23,7 @@ import (
 	kafkav1beta2ac "github.com/kafkalink/kafkalink/generated/applyconfiguration/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -206,29 +207,9 @@ func (r *reconciler) permitted(conn *kafkav1beta2.KafkaConnection, uk cache.Obje
 }
 
 func grantAllows(g *gatewayv1beta1.ReferenceGrant, fromNamespace, userName, secretName string) bool {
-	fromOK := false
-	for _, f := range g.Spec.From {
-		if string(f.Group) == kafkav1beta2.SchemeGroupVersion.Group && string(f.Kind) == kafkaConnectionKind && string(f.Namespace) == fromNamespace {
-			fromOK = true
-			break
-		}
-	}
-	if !fromOK {
-		return false
-	}
-	for _, t := range g.Spec.To {
-		name := ""
-		if t.Name != nil {
-			name = string(*t.Name)
-		}
-		switch {
-		case string(t.Group) == strimzi.Group && string(t.Kind) == strimzi.KindKafkaUser && (name == "" || name == userName):
-			return true
-		case string(t.Group) == "" && string(t.Kind) == "Secret" && secretName != "" && (name == "" || name == secretName):
-			return true
-		}
-	}
-	return false
+	grants, from := []*gatewayv1beta1.ReferenceGrant{g}, connectionFrom(fromNamespace)
+	return gatewaymodel.Granted(grants, from, gatewaymodel.To{Group: strimzi.Group, Kind: strimzi.KindKafkaUser, Namespace: g.Namespace, Name: userName}) ||
+		secretName != "" && gatewaymodel.Granted(grants, from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: g.Namespace, Name: secretName})
 }
 
 // controlledBy reports whether this very KafkaConnection (same UID) controls the Secret.

@@ -45,19 +45,60 @@ func SelectorLabels(gateway string) map[string]string {
 	return map[string]string{LabelName: ProxyName, LabelGateway: gateway}
 }
 
+// build renders what the attached routes and the listeners add up to, in four steps: the
+// objects and the proxy configuration (rendering), the progress of the generated TLSRoutes, the
+// gateway's addresses, and then, once, the gateway's conditions and the policies' status.
 func (t *translator) build(res *Result) {
-	var gatewayProblems []string
-	objects := map[ObjectKey]*unstructured.Unstructured{}
-	add := func(kind, name string, obj *unstructured.Unstructured) {
-		key := ObjectKey{kind, name}
-		if t.foreign[key] {
-			gatewayProblems = append(gatewayProblems, fmt.Sprintf("%s %s exists and is not managed by this gateway", kind, name))
-			return
-		}
-		objects[key] = obj
+	cfg := t.proxyConfig()
+	if err := cfg.Validate(); err != nil {
+		// Every rule Validate enforces is checked above with a status of its own; reaching this
+		// is a kafkalink bug, reported rather than written out for the proxy to refuse.
+		t.holdInvalid(res, "the generated proxy configuration is invalid: "+err.Error())
+		return
 	}
+	res.Config = cfg
+	yaml, err := cfg.Marshal()
+	if err != nil {
+		t.holdInvalid(res, "cannot write the proxy configuration: "+err.Error())
+		return
+	}
+	// 1. Rendering: every object, with a problem for each name held by an object the gateway
+	//    does not control, and for generated kinds the cluster does not serve.
+	objs := &objectSet{foreign: t.foreign, objects: map[ObjectKey]*unstructured.Unstructured{}}
+	dep := t.render(objs, res, cfg, yaml)
+	// 2. TLSRoute progress: which generated TLSRoutes a Gateway API parent has not taken yet.
+	tls := t.tlsRouteProgress(res)
+	res.Objects = objs.sorted()
+	// 3. Addresses: the load balancer addresses of the gateway's LoadBalancer Services.
+	addresses, unassigned := t.addresses()
+	// 4. Status, once: the gateway's conditions and listeners, then the policies'.
+	pr := progress{problems: objs.problems, deploymentReady: t.deploymentAvailable(), unassigned: len(unassigned) > 0}
+	if len(tls.timedOut) > 0 {
+		pr.problems = append(pr.problems, &refProblem{ReasonTLSRouteNotAccepted, fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tls.timedOut, maxListedNames), ", "), t.s.Env.TLSRouteTimeout)})
+	}
+	if !pr.deploymentReady {
+		pr.waiting = append(pr.waiting, fmt.Sprintf("Deployment %s is not available yet", dep))
+	}
+	if len(unassigned) > 0 {
+		pr.waiting = append(pr.waiting, fmt.Sprintf("LoadBalancer Services %s have no address yet", strings.Join(limit(unassigned, maxListedNames), ", ")))
+	}
+	if len(tls.pending) > 0 {
+		pr.waiting = append(pr.waiting, fmt.Sprintf("waiting for a Gateway API parent to accept TLSRoutes %s", strings.Join(limit(tls.pending, maxListedNames), ", ")))
+	}
+	res.GatewayStatus = t.gatewayStatus(pr)
+	res.GatewayStatus.Addresses = addresses
+	t.policyStatus(res)
+}
 
-	// The proxy configuration.
+// holdInvalid holds a gateway whose translation failed at the last step, with the gateway's
+// status saying why (policies keep theirs).
+func (t *translator) holdInvalid(res *Result, message string) {
+	res.Hold = true
+	res.GatewayStatus = t.gatewayStatus(progress{problems: []*refProblem{{ReasonInvalid, message}}})
+}
+
+// proxyConfig is the proxy configuration: the usable listeners and the accepted virtual clusters.
+func (t *translator) proxyConfig() *config.Config {
 	cfg := &config.Config{Version: config.Version, Management: config.Management{Port: t.managementPort, Metrics: t.metrics}, Limits: t.limits}
 	for _, l := range t.listeners {
 		if l.accepted != nil || !l.usable || t.byName[string(l.spec.Name)] != l {
@@ -70,106 +111,31 @@ func (t *translator) build(res *Result) {
 	sort.Slice(t.vcs, func(i, j int) bool { return t.vcs[i].Name < t.vcs[j].Name })
 	cfg.VirtualClusters = t.vcs
 	cfg.Default()
-	if err := cfg.Validate(); err != nil {
-		// Every rule Validate enforces is checked above with a status of its own; reaching this
-		// is a kafkalink bug, reported rather than written out for the proxy to refuse.
-		res.Hold = true
-		res.GatewayStatus = t.gatewayStatus(res, []string{"the generated proxy configuration is invalid: " + err.Error()}, false)
+	return cfg
+}
+
+// objectSet collects the desired objects; a name held by an object the gateway does not control
+// is left out and becomes a problem.
+type objectSet struct {
+	foreign  map[ObjectKey]bool
+	objects  map[ObjectKey]*unstructured.Unstructured
+	problems []*refProblem
+}
+
+// add adds an object, unless an object the gateway does not control holds its name.
+func (o *objectSet) add(kind, name string, obj *unstructured.Unstructured) {
+	key := ObjectKey{kind, name}
+	if o.foreign[key] {
+		o.problems = append(o.problems, &refProblem{ReasonNameInUse, fmt.Sprintf("%s %s exists and is not managed by this gateway", kind, name)})
 		return
 	}
-	res.Config = cfg
-	yaml, err := cfg.Marshal()
-	if err != nil {
-		res.Hold = true
-		res.GatewayStatus = t.gatewayStatus(res, []string{"cannot write the proxy configuration: " + err.Error()}, false)
-		return
-	}
-	cm := &corev1.ConfigMap{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: KindConfigMap},
-		ObjectMeta: t.meta(ConfigMapName(t.gw.Name), ""),
-		Data:       map[string]string{ConfigKey: string(yaml)},
-	}
-	add(KindConfigMap, cm.Name, toUnstructured(cm))
+	o.objects[key] = obj
+}
 
-	for _, name := range sortedKeys(t.copies) {
-		c := t.copies[name]
-		s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: KindSecret}, ObjectMeta: t.meta(name, ""), Type: c.Type, Data: c.Data}
-		for k, v := range c.Annotations {
-			s.Annotations[k] = v
-		}
-		add(KindSecret, name, toUnstructured(s))
-	}
-
-	dep := t.deployment(cfg)
-	add(KindDeployment, dep.Name, toUnstructured(dep))
-
-	var lbNames []string
-	for _, name := range sortedKeys(t.svcs) {
-		d := t.svcs[name]
-		svc := &corev1.Service{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: KindService},
-			ObjectMeta: t.meta(name, d.route),
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: SelectorLabels(t.gw.Name)},
-		}
-		if d.lb {
-			svc.Spec.Type = corev1.ServiceTypeLoadBalancer
-			lbNames = append(lbNames, name)
-		}
-		for _, pn := range sortedKeys(d.ports) {
-			port := d.ports[pn]
-			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pn, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)})
-		}
-		sort.Slice(svc.Spec.Ports, func(i, j int) bool { return svc.Spec.Ports[i].Port < svc.Spec.Ports[j].Port })
-		add(KindService, name, toUnstructured(svc))
-	}
-
-	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindSecret, KindService}
-	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
-		gatewayProblems = append(gatewayProblems, fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes)))
-	}
-	if t.s.Env.OpenShiftRoutes {
-		res.PruneKinds = append(res.PruneKinds, KindRoute)
-		for _, name := range sortedKeys(t.osRoutes) {
-			add(KindRoute, name, t.openShiftRoute(t.osRoutes[name]))
-		}
-	}
-	var tlsPending, tlsTimedOut []string
-	if len(t.tlsRoutes) > 0 && !t.s.Env.TLSRoutes {
-		gatewayProblems = append(gatewayProblems, fmt.Sprintf("%d hosts need Gateway API TLSRoutes, but this cluster does not serve gateway.networking.k8s.io/v1 TLSRoute", len(t.tlsRoutes)))
-	}
-	if t.s.Env.TLSRoutes {
-		res.PruneKinds = append(res.PruneKinds, KindTLSRoute)
-		observed := map[string]bool{}
-		created := map[string]time.Time{}
-		for _, o := range t.s.TLSRoutes {
-			if o != nil && o.Namespace == t.ns {
-				observed[o.Name] = len(o.Status.Parents) > 0
-				created[o.Name] = o.CreationTimestamp.Time
-			}
-		}
-		for _, name := range sortedKeys(t.tlsRoutes) {
-			add(KindTLSRoute, name, t.tlsRoute(t.tlsRoutes[name]))
-			if observed[name] {
-				continue
-			}
-			since, ok := created[name]
-			if !ok {
-				since = t.s.Env.Now
-			}
-			waited := t.s.Env.Now.Sub(since)
-			if timeout := t.s.Env.TLSRouteTimeout; timeout > 0 && waited >= timeout {
-				tlsTimedOut = append(tlsTimedOut, name)
-			} else {
-				tlsPending = append(tlsPending, name)
-				if timeout > 0 {
-					requeueAfter(res, timeout-waited)
-				}
-			}
-		}
-	}
-
-	keys := make([]ObjectKey, 0, len(objects))
-	for k := range objects {
+// sorted lists the objects by kind, then name.
+func (o *objectSet) sorted() []*unstructured.Unstructured {
+	keys := make([]ObjectKey, 0, len(o.objects))
+	for k := range o.objects {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -178,23 +144,126 @@ func (t *translator) build(res *Result) {
 		}
 		return keys[i].Name < keys[j].Name
 	})
+	out := make([]*unstructured.Unstructured, 0, len(keys))
 	for _, k := range keys {
-		res.Objects = append(res.Objects, objects[k])
+		out = append(out, o.objects[k])
 	}
+	return out
+}
 
-	// Programmed: errors first, then what the gateway is waiting for.
-	if len(tlsTimedOut) > 0 {
-		gatewayProblems = append(gatewayProblems, fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tlsTimedOut, 5), ", "), t.s.Env.TLSRouteTimeout))
+// render adds every generated object to objs and sets the kinds that may be pruned; it returns
+// the Deployment's name.
+func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, yaml []byte) string {
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: KindConfigMap},
+		ObjectMeta: t.meta(ConfigMapName(t.gw.Name), ""),
+		Data:       map[string]string{ConfigKey: string(yaml)},
 	}
-	var waiting []string
-	deploymentReady := t.deploymentAvailable()
-	if !deploymentReady {
-		waiting = append(waiting, fmt.Sprintf("Deployment %s is not available yet", dep.Name))
+	objs.add(KindConfigMap, cm.Name, toUnstructured(cm))
+	for _, name := range sortedKeys(t.copies) {
+		c := t.copies[name]
+		s := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: KindSecret}, ObjectMeta: t.meta(name, ""), Type: c.Type, Data: c.Data}
+		for k, v := range c.Annotations {
+			s.Annotations[k] = v
+		}
+		objs.add(KindSecret, name, toUnstructured(s))
 	}
-	var addresses []kroxyliciousv1alpha1.GatewayStatusAddress
+	dep := t.deployment(cfg)
+	objs.add(KindDeployment, dep.Name, toUnstructured(dep))
+	for _, name := range sortedKeys(t.svcs) {
+		objs.add(KindService, name, toUnstructured(t.service(t.svcs[name])))
+	}
+	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindSecret, KindService}
+	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
+		objs.problems = append(objs.problems, &refProblem{ReasonOpenShiftRoutesUnavailable, fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes))})
+	}
+	if t.s.Env.OpenShiftRoutes {
+		res.PruneKinds = append(res.PruneKinds, KindRoute)
+		for _, name := range sortedKeys(t.osRoutes) {
+			objs.add(KindRoute, name, t.openShiftRoute(t.osRoutes[name]))
+		}
+	}
+	if len(t.tlsRoutes) > 0 && !t.s.Env.TLSRoutes {
+		objs.problems = append(objs.problems, &refProblem{ReasonTLSRoutesUnavailable, fmt.Sprintf("%d hosts need Gateway API TLSRoutes, but this cluster does not serve gateway.networking.k8s.io/v1 TLSRoute", len(t.tlsRoutes))})
+	}
+	if t.s.Env.TLSRoutes {
+		res.PruneKinds = append(res.PruneKinds, KindTLSRoute)
+		for _, name := range sortedKeys(t.tlsRoutes) {
+			objs.add(KindTLSRoute, name, t.tlsRoute(t.tlsRoutes[name]))
+		}
+	}
+	return dep.Name
+}
+
+// service renders one generated Service.
+func (t *translator) service(d *desiredService) *corev1.Service {
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: KindService},
+		ObjectMeta: t.meta(d.name, d.route),
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: SelectorLabels(t.gw.Name)},
+	}
+	if d.lb {
+		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	}
+	for _, pn := range sortedKeys(d.ports) {
+		port := d.ports[pn]
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pn, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)})
+	}
+	sort.Slice(svc.Spec.Ports, func(i, j int) bool { return svc.Spec.Ports[i].Port < svc.Spec.Ports[j].Port })
+	return svc
+}
+
+// tlsProgress names the generated TLSRoutes no Gateway API parent has taken: pending ones
+// within the timeout, timed-out ones past it.
+type tlsProgress struct {
+	pending, timedOut []string
+}
+
+// tlsRouteProgress follows the generated TLSRoutes: a TLSRoute without a parent in its status
+// is pending until Env.TLSRouteTimeout after its creation (a requeue is asked for then), and
+// timed out after.
+func (t *translator) tlsRouteProgress(res *Result) tlsProgress {
+	var pr tlsProgress
+	if !t.s.Env.TLSRoutes {
+		return pr
+	}
+	observed := map[string]bool{}
+	created := map[string]time.Time{}
+	for _, o := range t.s.TLSRoutes {
+		if o != nil && o.Namespace == t.ns {
+			observed[o.Name] = len(o.Status.Parents) > 0
+			created[o.Name] = o.CreationTimestamp.Time
+		}
+	}
+	for _, name := range sortedKeys(t.tlsRoutes) {
+		if observed[name] {
+			continue
+		}
+		since, ok := created[name]
+		if !ok {
+			since = t.s.Env.Now
+		}
+		waited := t.s.Env.Now.Sub(since)
+		if timeout := t.s.Env.TLSRouteTimeout; timeout > 0 && waited >= timeout {
+			pr.timedOut = append(pr.timedOut, name)
+		} else {
+			pr.pending = append(pr.pending, name)
+			if timeout > 0 {
+				requeueAfter(res, timeout-waited)
+			}
+		}
+	}
+	return pr
+}
+
+// addresses are the gateway's addresses, from the load balancer status of its LoadBalancer
+// Services (sorted, each once, at most maxAddresses), and the Services that have none yet.
+func (t *translator) addresses() (addresses []kroxyliciousv1alpha1.GatewayStatusAddress, unassigned []string) {
 	seen := map[string]bool{}
-	var unassigned []string
-	for _, name := range lbNames {
+	for _, name := range sortedKeys(t.svcs) {
+		if !t.svcs[name].lb {
+			continue
+		}
 		svc := t.services[types.NamespacedName{Namespace: t.ns, Name: name}]
 		if svc == nil || len(svc.Status.LoadBalancer.Ingress) == 0 {
 			unassigned = append(unassigned, name)
@@ -213,44 +282,10 @@ func (t *translator) build(res *Result) {
 		}
 	}
 	sort.Slice(addresses, func(i, j int) bool { return addresses[i].Value < addresses[j].Value })
-	if len(addresses) > 16 {
-		addresses = addresses[:16]
-	}
-	if len(unassigned) > 0 {
-		waiting = append(waiting, fmt.Sprintf("LoadBalancer Services %s have no address yet", strings.Join(limit(unassigned, 5), ", ")))
-	}
-	if len(tlsPending) > 0 {
-		waiting = append(waiting, fmt.Sprintf("waiting for a Gateway API parent to accept TLSRoutes %s", strings.Join(limit(tlsPending, 5), ", ")))
-	}
-	st := t.gatewayStatus(res, gatewayProblems, deploymentReady)
-	st.Addresses = addresses
-	if len(gatewayProblems) == 0 && len(waiting) > 0 {
-		reason := ReasonPending
-		if !deploymentReady {
-			reason = ReasonDeploymentNotAvailable
-		} else if len(unassigned) > 0 {
-			reason = ReasonAddressNotAssigned
-		}
-		setCondition(&st.Conditions, Condition(ConditionProgrammed, false, reason, strings.Join(waiting, "; "), t.gen))
-	}
-	if len(gatewayProblems) > 0 {
-		reason := ReasonInvalid
-		switch {
-		case len(tlsTimedOut) > 0:
-			reason = ReasonTLSRouteNotAccepted
-		case len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes:
-			reason = ReasonOpenShiftRoutesUnavailable
-		case len(t.tlsRoutes) > 0 && !t.s.Env.TLSRoutes:
-			reason = ReasonTLSRoutesUnavailable
-		case strings.Contains(gatewayProblems[0], "not managed by this gateway"):
-			reason = ReasonNameInUse
-		}
-		setCondition(&st.Conditions, Condition(ConditionProgrammed, false, reason, strings.Join(gatewayProblems, "; "), t.gen))
-	}
-	res.GatewayStatus = st
-	t.policyStatus(res)
+	return limitTo(addresses, maxAddresses), unassigned
 }
 
+// limit lists at most n names, and how many more there are.
 func limit(list []string, n int) []string {
 	if len(list) <= n {
 		return list
@@ -258,16 +293,7 @@ func limit(list []string, n int) []string {
 	return append(append([]string(nil), list[:n]...), fmt.Sprintf("and %d more", len(list)-n))
 }
 
-func setCondition(conds *[]metav1.Condition, c metav1.Condition) {
-	for i := range *conds {
-		if (*conds)[i].Type == c.Type {
-			(*conds)[i] = c
-			return
-		}
-	}
-	*conds = append(*conds, c)
-}
-
+// deploymentAvailable reports whether the proxy Deployment reports Available (never with no replicas).
 func (t *translator) deploymentAvailable() bool {
 	d := t.s.Deployment
 	if d == nil || t.replicas == 0 {
@@ -279,101 +305,6 @@ func (t *translator) deploymentAvailable() bool {
 		}
 	}
 	return false
-}
-
-// gatewayStatus builds the gateway's conditions and listener status. Programmed is True here
-// unless there are problems or the proxy is not available; build refines it.
-func (t *translator) gatewayStatus(res *Result, problems []string, deploymentReady bool) kroxyliciousv1alpha1.KafkaGatewayStatus {
-	var st kroxyliciousv1alpha1.KafkaGatewayStatus
-	var notAccepted []string
-	valid := 0
-	for _, l := range t.listeners {
-		ls := kroxyliciousv1alpha1.ListenerStatus{Name: l.spec.Name, SupportedKinds: supportedKinds(), AttachedRoutes: l.attached}
-		if l.accepted != nil {
-			notAccepted = append(notAccepted, fmt.Sprintf("listener %q: %s", l.spec.Name, l.accepted.message))
-			ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, false, l.accepted.reason, l.accepted.message, t.gen))
-		} else {
-			valid++
-			ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "listener accepted", t.gen))
-		}
-		if l.resolved != nil {
-			ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, false, l.resolved.reason, l.resolved.message, t.gen))
-		} else {
-			ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every certificate reference resolved", t.gen))
-		}
-		if len(l.conflicts) > 0 {
-			ls.Conditions = append(ls.Conditions, Condition(ConditionConflicted, true, ReasonHostnameConflict, strings.Join(limit(l.conflicts, 5), "; "), t.gen))
-		} else {
-			ls.Conditions = append(ls.Conditions, Condition(ConditionConflicted, false, ReasonNoConflicts, "no conflicts", t.gen))
-		}
-		switch {
-		case l.accepted != nil:
-			ls.Conditions = append(ls.Conditions, Condition(ConditionProgrammed, false, ReasonInvalid, "the listener is not accepted", t.gen))
-		case !l.usable:
-			ls.Conditions = append(ls.Conditions, Condition(ConditionProgrammed, false, ReasonInvalid, "the listener has no usable certificate", t.gen))
-		case !deploymentReady:
-			ls.Conditions = append(ls.Conditions, Condition(ConditionProgrammed, false, ReasonPending, "waiting for the proxy Deployment to be available", t.gen))
-		default:
-			ls.Conditions = append(ls.Conditions, Condition(ConditionProgrammed, true, ReasonProgrammed, "the proxy serves the listener", t.gen))
-		}
-		st.Listeners = append(st.Listeners, ls)
-	}
-	if len(st.Listeners) > 64 {
-		st.Listeners = st.Listeners[:64]
-	}
-	switch {
-	case len(notAccepted) == 0 && len(t.notAllowed) > 0:
-		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonNotAllowedByOperator, "the gateway is accepted; not applied, as the operator does not allow them: "+strings.Join(t.notAllowed, "; "), t.gen))
-	case len(notAccepted) == 0:
-		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the gateway is accepted", t.gen))
-	case valid > 0:
-		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, true, ReasonListenersNotValid, strings.Join(notAccepted, "; "), t.gen))
-	default:
-		st.Conditions = append(st.Conditions, Condition(ConditionAccepted, false, ReasonListenersNotValid, strings.Join(notAccepted, "; "), t.gen))
-	}
-	if len(problems) > 0 {
-		st.Conditions = append(st.Conditions, Condition(ConditionProgrammed, false, ReasonInvalid, strings.Join(problems, "; "), t.gen))
-	} else if valid == 0 {
-		st.Conditions = append(st.Conditions, Condition(ConditionProgrammed, false, ReasonInvalid, "no listener is accepted", t.gen))
-	} else {
-		st.Conditions = append(st.Conditions, Condition(ConditionProgrammed, true, ReasonProgrammed, "the proxy is available", t.gen))
-	}
-	if t.gw.Spec.BackendTLS != nil && t.gw.Spec.BackendTLS.ClientCertificateRef != nil {
-		if p := t.clientCertOK; p != nil {
-			st.Conditions = append(st.Conditions, Condition(ConditionResolvedRefs, false, p.reason, "backendTLS.clientCertificateRef: "+p.message, t.gen))
-		} else {
-			st.Conditions = append(st.Conditions, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every reference resolved", t.gen))
-		}
-	}
-	return st
-}
-
-func (t *translator) policyStatus(res *Result) {
-	for key, ps := range t.policies {
-		if !ps.used {
-			res.PolicyAncestors[key] = nil
-			continue
-		}
-		gen := ps.policy.Generation
-		ns := kroxyliciousv1alpha1.Namespace(t.ns)
-		entry := &kroxyliciousv1alpha1.PolicyAncestorStatus{
-			AncestorRef: kroxyliciousv1alpha1.ParentReference{
-				Group: ptr.To(kroxyliciousGroup), Kind: ptr.To(kindGateway), Namespace: &ns, Name: kroxyliciousv1alpha1.ObjectName(t.gw.Name),
-			},
-			ControllerName: ControllerName,
-		}
-		if ps.accepted != nil {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, false, ps.accepted.reason, ps.accepted.message, gen))
-		} else {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the policy applies to backends of this gateway", gen))
-		}
-		if ps.resolved != nil {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, false, ps.resolved.reason, ps.resolved.message, gen))
-		} else {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every CA certificate reference resolved", gen))
-		}
-		res.PolicyAncestors[key] = entry
-	}
 }
 
 // meta is the metadata of a generated object: the gateway's infrastructure labels and
@@ -401,6 +332,8 @@ func (t *translator) meta(name, route string) metav1.ObjectMeta {
 	return m
 }
 
+// deployment renders the proxy Deployment: the configuration and every mounted Secret as
+// volumes, probes on the management port, and a locked-down pod.
 func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 	name := DeploymentName(t.gw.Name)
 	podMeta := t.meta("", "")
@@ -522,6 +455,7 @@ func (t *translator) restartChecksum(cfg *config.Config) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// openShiftRoute renders a passthrough OpenShift Route for one host.
 func (t *translator) openShiftRoute(r *desiredRoute) *unstructured.Unstructured {
 	m := t.meta(r.name, r.route)
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -539,6 +473,7 @@ func (t *translator) openShiftRoute(r *desiredRoute) *unstructured.Unstructured 
 	return u
 }
 
+// tlsRoute renders a Gateway API TLSRoute for one host, under the parameters' parentRefs.
 func (t *translator) tlsRoute(r *desiredRoute) *unstructured.Unstructured {
 	m := t.meta(r.name, r.route)
 	var parents []any
@@ -577,6 +512,7 @@ func (t *translator) tlsRoute(r *desiredRoute) *unstructured.Unstructured {
 	}}
 }
 
+// metaMap is object metadata in unstructured form.
 func metaMap(m metav1.ObjectMeta) map[string]any {
 	out := map[string]any{"name": m.Name, "namespace": m.Namespace}
 	if len(m.Labels) > 0 {
@@ -609,6 +545,7 @@ func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
+// prune deletes nil values and empty maps, and reports whether m is left empty.
 func prune(m map[string]any) bool {
 	for k, v := range m {
 		switch t := v.(type) {
@@ -629,6 +566,7 @@ func prune(m map[string]any) bool {
 	return len(m) == 0
 }
 
+// sortedKeys are a map's keys, sorted.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

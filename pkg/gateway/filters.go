@@ -88,6 +88,7 @@ func SubstituteFilterSecrets(raw []byte) ([]byte, []FilterSecretRef, error) {
 	return out, list, nil
 }
 
+// parsePlaceholder reads the arguments of one placeholder and gives its path.
 func parsePlaceholder(kind, args string) (FilterSecretRef, string, error) {
 	var ref FilterSecretRef
 	switch kind {

@@ -12,18 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
-)
-
-// Groups and kinds that appear in ReferenceGrants.
-const (
-	kroxyliciousGroup = "kroxylicious.io"
-	filterGroup       = "filter.kroxylicious.io"
-	kindGateway       = "KafkaGateway"
-	kindRoute         = "KafkaRoute"
-	kindPolicy        = "KafkaBackendTLSPolicy"
-	kindFilter        = "KafkaFilter"
-	kindService       = "Service"
-	kindSecret        = "Secret"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 )
 
 // visible reports whether the snapshot can hold objects of namespace ns.
@@ -31,61 +20,86 @@ func (t *translator) visible(ns string) bool {
 	return t.s.Env.VisibleNamespaces == nil || slices.Contains(t.s.Env.VisibleNamespaces, ns)
 }
 
-// granted reports whether a ReferenceGrant in toNS lets fromKind objects of fromNS refer to the
-// toKind object toName there. References within one namespace need no grant.
-func (t *translator) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
-	if fromNS == toNS {
-		return true
-	}
-	for _, g := range t.s.ReferenceGrants {
-		if g == nil || g.Namespace != toNS {
-			continue
-		}
-		fromOK := false
-		for _, f := range g.Spec.From {
-			if string(f.Group) == fromGroup && string(f.Kind) == fromKind && string(f.Namespace) == fromNS {
-				fromOK = true
-				break
-			}
-		}
-		if !fromOK {
-			continue
-		}
-		for _, to := range g.Spec.To {
-			if string(to.Group) == toGroup && string(to.Kind) == toKind && (to.Name == nil || string(*to.Name) == toName) {
-				return true
-			}
-		}
-	}
-	return false
+// granted reports whether a ReferenceGrant of the snapshot lets from refer to to (always within
+// one namespace).
+func (t *translator) granted(from gatewaymodel.From, to gatewaymodel.To) bool {
+	return gatewaymodel.Granted(t.s.ReferenceGrants, from, to)
 }
 
-// refProblem is a reference that does not resolve: a condition reason and a message.
+// refProblem is why something is not accepted or does not resolve: a condition reason and a
+// message. Every problem carries its reason from where it is found; status never guesses it
+// from the message.
 type refProblem struct {
 	reason, message string
 }
 
+// Error is the problem's message.
 func (p *refProblem) Error() string { return p.message }
 
-// secretRef resolves a Secret reference of a referrer (fromKind in fromNS) that must hold keys,
-// and returns the name of the Secret to mount in the gateway's namespace: the Secret itself, or,
-// across namespaces (allowed by a ReferenceGrant), a copy of just those keys, because a pod can
-// mount Secrets of its own namespace only. missingReason is the reason for a missing Secret or key.
-func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, fromGroup, fromKind, fromNS string, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
-	if ref.Group != nil && *ref.Group != "" || ref.Kind != nil && *ref.Kind != kindSecret {
+// kindAs gives a wrong-kind problem the reason of the reference it was found on (a listener's
+// certificateRefs report InvalidCertificateRef, as Gateway API asks), and any other as it is.
+func (p *refProblem) kindAs(reason string) *refProblem {
+	if p.reason != ReasonInvalidKind {
+		return p
+	}
+	return &refProblem{reason, p.message}
+}
+
+// effects are the Secret mounts, Secret copies and filter Secrets that resolving references
+// needs. They are collected apart from the translator and applied only when what needed them is
+// accepted (apply), so a refused parentRef adds nothing to the Deployment.
+type effects struct {
+	mounts       map[string]string // mount path -> Secret name in the gateway's namespace
+	copies       []copyRequest
+	filterSecret map[string]bool
+}
+
+type copyRequest struct {
+	secret *corev1.Secret
+	keys   []string
+}
+
+// newEffects is an empty set of effects.
+func newEffects() *effects {
+	return &effects{mounts: map[string]string{}, filterSecret: map[string]bool{}}
+}
+
+// mount records that Secret secret (in the gateway's namespace) is mounted at dir, and returns dir.
+func (fx *effects) mount(secret, dir string) string {
+	fx.mounts[dir] = secret
+	return dir
+}
+
+// apply adds effects to the translator's output.
+func (t *translator) apply(fx *effects) {
+	for dir, secret := range fx.mounts {
+		t.mounts[dir] = secret
+	}
+	for _, c := range fx.copies {
+		t.copySecret(c.secret, c.keys)
+	}
+	for name := range fx.filterSecret {
+		t.filterSecret[name] = true
+	}
+}
+
+// secretRef resolves a Secret reference of a referrer that must hold keys, and returns the name
+// of the Secret to mount in the gateway's namespace: the Secret itself, or, across namespaces
+// (allowed by a ReferenceGrant), a copy of just those keys, recorded in fx, because a pod can
+// mount Secrets of its own namespace only. missingReason is the reason for a missing Secret or
+// key, or a Secret check refuses.
+func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjectReference, from gatewaymodel.From, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
+	if !gatewaymodel.IsSecretRef(ref) {
 		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
 	}
-	ns := fromNS
-	if ref.Namespace != nil && *ref.Namespace != "" {
-		ns = string(*ref.Namespace)
-	}
+	ns := gatewaymodel.RefNamespace(ref.Namespace, from.Namespace)
 	name := string(ref.Name)
-	if ns != fromNS {
+	if ns != from.Namespace {
 		if !t.visible(ns) {
 			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
-		if !t.granted(fromGroup, fromKind, fromNS, "", kindSecret, ns, name) {
-			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, fromKind, fromNS)}
+		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
+			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace)}
 		}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]
@@ -111,13 +125,11 @@ func (t *translator) secretRef(ref kroxyliciousv1alpha1.SecretObjectReference, f
 	if ns == t.ns {
 		return name, nil
 	}
-	if t.staged != nil {
-		t.staged.copies = append(t.staged.copies, copyRequest{secret, keys})
-		return copyName(t.gw.Name, secret), nil
-	}
-	return t.copySecret(secret, keys), nil
+	fx.copies = append(fx.copies, copyRequest{secret, keys})
+	return copyName(t.gw.Name, secret), nil
 }
 
+// copyName is the name of the copy of a Secret of another namespace in the gateway's namespace.
 func copyName(gateway string, secret *corev1.Secret) string {
 	sum := sha256.Sum256([]byte(secret.Namespace + "/" + secret.Name))
 	return gateway + "-ref-" + hex.EncodeToString(sum[:])[:10]
@@ -158,4 +170,35 @@ func checkKeyPair(s *corev1.Secret) error {
 		return fmt.Errorf("tls.crt and tls.key are not a PEM certificate and its private key: %v", err)
 	}
 	return nil
+}
+
+// permittedCopies names the Secret copies the gateway's and the policies' references still
+// allow: the Secret exists, is visible, and is in the referrer's namespace or granted to it.
+func (t *translator) permittedCopies() map[string]bool {
+	keep := map[string]bool{}
+	add := func(ref kroxyliciousv1alpha1.SecretObjectReference, fromKind, fromNS string) {
+		if !gatewaymodel.IsSecretRef(ref) {
+			return
+		}
+		ns := gatewaymodel.RefNamespace(ref.Namespace, fromNS)
+		name := string(ref.Name)
+		if ns == t.ns || !t.visible(ns) || !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: fromKind, Namespace: fromNS}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
+			return
+		}
+		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]; secret != nil {
+			keep[copyName(t.gw.Name, secret)] = true
+		}
+	}
+	for _, ref := range gatewaymodel.GatewaySecretRefs(t.gw) {
+		add(ref, gatewaymodel.KindGateway, t.ns)
+	}
+	for _, p := range t.s.Policies {
+		if p == nil {
+			continue
+		}
+		for _, ref := range p.Spec.Validation.CACertificateRefs {
+			add(ref, gatewaymodel.KindPolicy, p.Namespace)
+		}
+	}
+	return keep
 }

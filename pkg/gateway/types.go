@@ -1,12 +1,3 @@
-// Package gateway translates the gateway model (KafkaGateway, KafkaGatewayParameters,
-// KafkaRoute, KafkaBackendTLSPolicy, KafkaFilter and the Secrets, Services and ReferenceGrants
-// they name) into the objects that run and expose a kafkalink-proxy: a Deployment, a ConfigMap
-// with the proxy configuration, Services, OpenShift Routes and Gateway API TLSRoutes, together
-// with Gateway-API-shaped status for the gateway, its routes and policies.
-//
-// Translate is pure: a Snapshot in, a Result out, no clients, no clock reads (the snapshot
-// carries the time), deterministic output (everything sorted). Bad user data becomes status,
-// never a panic or an error.
 package gateway
 
 import (
@@ -23,11 +14,12 @@ import (
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
 // ControllerName is written in the controllerName of route parent and policy ancestor status.
-const ControllerName = "kafkalink.io/gateway-controller"
+const ControllerName = gatewaymodel.ControllerName
 
 // Labels and annotations on generated objects.
 const (
@@ -68,7 +60,7 @@ const (
 
 // Condition types used beyond Gateway API's Accepted, Programmed, ResolvedRefs and Conflicted.
 const (
-	ConditionAccepted     = "Accepted"
+	ConditionAccepted     = gatewaymodel.ConditionAccepted
 	ConditionProgrammed   = "Programmed"
 	ConditionResolvedRefs = "ResolvedRefs"
 	ConditionConflicted   = "Conflicted"

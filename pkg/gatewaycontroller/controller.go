@@ -26,6 +26,7 @@ import (
 	kroxyliciouslisters "github.com/kafkalink/kafkalink/generated/listers/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 )
 
@@ -51,7 +52,7 @@ var (
 	gvrSecret     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
-	gvrParams     = schema.GroupVersionResource{Group: "kroxylicious.io", Version: "v1alpha1", Resource: "kafkagatewayparameters"}
+	gvrParams     = schema.GroupVersionResource{Group: gatewaymodel.Group, Version: "v1alpha1", Resource: "kafkagatewayparameters"}
 	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
 )
 
@@ -240,7 +241,7 @@ func ownerGateway(obj any) []cache.ObjectName {
 		return nil
 	}
 	ref := metav1.GetControllerOf(m)
-	if ref == nil || ref.Kind != "KafkaGateway" || ref.APIVersion != kroxyliciousv1alpha1.SchemeGroupVersion.String() {
+	if ref == nil || ref.Kind != gatewaymodel.KindGateway || ref.APIVersion != kroxyliciousv1alpha1.SchemeGroupVersion.String() {
 		return nil
 	}
 	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: ref.Name}}
@@ -287,10 +288,7 @@ func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
 	}
 	var keys []cache.ObjectName
 	for _, ref := range p.Spec.TargetRefs {
-		ns := p.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
+		ns := gatewaymodel.RefNamespace(ref.Namespace, p.Namespace)
 		keys = append(keys, c.routesByIndex(indexRouteBackend, ns+"/"+string(ref.Name))...)
 	}
 	// Gateways whose status lists the policy, so a policy that stops applying is removed from it.
@@ -351,10 +349,7 @@ func gatewaySecrets(obj any) ([]string, error) {
 	}
 	var out []string
 	add := func(ref kroxyliciousv1alpha1.SecretObjectReference) {
-		ns := g.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
+		ns := gatewaymodel.RefNamespace(ref.Namespace, g.Namespace)
 		out = append(out, ns+"/"+string(ref.Name))
 	}
 	for _, l := range g.Spec.Listeners {
@@ -378,10 +373,10 @@ func gatewaySecrets(obj any) ([]string, error) {
 
 func gatewayParams(obj any) ([]string, error) {
 	g, ok := obj.(*kroxyliciousv1alpha1.KafkaGateway)
-	if !ok || g.Spec.Infrastructure == nil || g.Spec.Infrastructure.ParametersRef == nil {
+	if !ok || gatewaymodel.ParametersName(g) == "" {
 		return nil, nil
 	}
-	return []string{g.Namespace + "/" + g.Spec.Infrastructure.ParametersRef.Name}, nil
+	return []string{g.Namespace + "/" + gatewaymodel.ParametersName(g)}, nil
 }
 
 // routeGateways lists the gateways a route attaches to, and also those whose status it
@@ -400,7 +395,7 @@ func routeGateways(obj any) ([]string, error) {
 		}
 	}
 	for _, pr := range r.Spec.ParentRefs {
-		if (pr.Group == nil || *pr.Group == "kroxylicious.io") && (pr.Kind == nil || *pr.Kind == "KafkaGateway") {
+		if gatewaymodel.IsGatewayParent(pr) {
 			add(string(pr.Name))
 		}
 	}
@@ -421,10 +416,7 @@ func routeBackends(obj any) ([]string, error) {
 	for _, pr := range r.Spec.ParentRefs {
 		for _, rule := range pr.Rules {
 			for _, b := range rule.BackendRefs {
-				ns := r.Namespace
-				if b.Namespace != nil && *b.Namespace != "" {
-					ns = string(*b.Namespace)
-				}
+				ns := gatewaymodel.RefNamespace(b.Namespace, r.Namespace)
 				out = append(out, ns+"/"+string(b.Name))
 			}
 		}
@@ -475,10 +467,7 @@ func policySecrets(obj any) ([]string, error) {
 	}
 	var out []string
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
-		ns := p.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
+		ns := gatewaymodel.RefNamespace(ref.Namespace, p.Namespace)
 		out = append(out, ns+"/"+string(ref.Name))
 	}
 	return out, nil

@@ -26,6 +26,7 @@ import (
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 )
 
 // AnnotationAppliedHash holds a hash of what kafkalink last applied to a generated object; an
@@ -113,8 +114,8 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if c.env.Informers.Namespace != "" {
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
 	}
-	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		o, err := c.params.ByNamespace(ns).Get(inf.ParametersRef.Name)
+	if name := gatewaymodel.ParametersName(gw); name != "" {
+		o, err := c.params.ByNamespace(ns).Get(name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
@@ -300,7 +301,7 @@ func (c *Controller) foreign(gw *kroxyliciousv1alpha1.KafkaGateway, objects []*u
 func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
 	logger := klog.FromContext(ctx)
 	owner := metav1.OwnerReference{
-		APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: "KafkaGateway",
+		APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: gatewaymodel.KindGateway,
 		Name: gw.Name, UID: gw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}
 	desired := map[gateway.ObjectKey]bool{}
@@ -502,7 +503,7 @@ func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.K
 
 func ours(p kroxyliciousv1alpha1.RouteParentStatus, gateway_ string) bool {
 	return p.ControllerName == gateway.ControllerName && string(p.ParentRef.Name) == gateway_ &&
-		(p.ParentRef.Kind == nil || *p.ParentRef.Kind == "KafkaGateway")
+		(p.ParentRef.Kind == nil || *p.ParentRef.Kind == gatewaymodel.KindGateway)
 }
 
 // writeRouteStatus replaces this gateway's entries in a route's status.parents, leaving other

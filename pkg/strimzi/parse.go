@@ -19,6 +19,7 @@ type FieldError struct {
 // Error implements error.
 func (e *FieldError) Error() string { return e.Field + ": " + e.Detail }
 
+// fieldErr is a FieldError at path.
 func fieldErr(path, format string, args ...any) *FieldError {
 	return &FieldError{Field: path, Detail: fmt.Sprintf(format, args...)}
 }
@@ -106,6 +107,7 @@ func ParseKafkaUser(obj map[string]any) (*KafkaUser, error) {
 	return u, nil
 }
 
+// parseMeta reads the metadata kafkalink uses.
 func parseMeta(obj map[string]any) (namespace, name string, generation int64, err error) {
 	meta, err := optMap(obj, "metadata", "metadata")
 	if err != nil {
@@ -156,6 +158,7 @@ func parseListeners(v any, path string) (ListenerForm, []Listener, error) {
 	return form, out, nil
 }
 
+// parseArrayListeners reads the array form of spec.kafka.listeners.
 func parseArrayListeners(items []any, path string) ([]Listener, error) {
 	out := make([]Listener, 0, len(items))
 	for i, item := range items {
@@ -256,6 +259,7 @@ func parseObjectListeners(obj map[string]any, path string) ([]Listener, error) {
 	return out, nil
 }
 
+// parseListenerAuth reads a listener's authentication type.
 func parseListenerAuth(m map[string]any, path string) (ListenerAuthentication, error) {
 	auth, err := optMap(m, "authentication", path+".authentication")
 	if err != nil {
@@ -274,6 +278,7 @@ func parseListenerAuth(m map[string]any, path string) (ListenerAuthentication, e
 	return ListenerAuthentication(t), nil
 }
 
+// parseListenerStatuses reads status.listeners: addresses, bootstrap servers, certificates.
 func parseListenerStatuses(status map[string]any, path string) ([]ListenerStatus, error) {
 	items, err := optSlice(status, "listeners", path)
 	if err != nil || items == nil {
@@ -339,6 +344,7 @@ func parseListenerStatuses(status map[string]any, path string) ([]ListenerStatus
 	return out, nil
 }
 
+// parseConditions reads status.conditions.
 func parseConditions(status map[string]any, path string) ([]Condition, error) {
 	items, err := optSlice(status, "conditions", path)
 	if err != nil || items == nil {

@@ -1,12 +1,10 @@
-package gateway
+package gatewaymodel
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
@@ -27,6 +25,7 @@ const (
 	ExposeLoadBalancer
 )
 
+// String names the exposure in messages.
 func (e Exposure) String() string {
 	switch e {
 	case ExposeInCluster:
@@ -101,6 +100,7 @@ func ResolveHost(pattern, namespace, clusterDomain string, ingressDomains []stri
 	return h, nil
 }
 
+// validHostLength refuses hosts the namespace made longer than a DNS name may be.
 func validHostLength(h Host) error {
 	if len(h.Bootstrap) > 253 || len(strings.Replace(h.BrokerPattern, config.NodeIDPlaceholder, "2147483647", 1)) > 253 {
 		return fmt.Errorf("hostname %q with the namespace added is longer than 253 characters", h.Pattern)
@@ -108,6 +108,7 @@ func validHostLength(h Host) error {
 	return nil
 }
 
+// firstLabel is a host's first DNS label.
 func firstLabel(host string) string {
 	first, _, _ := strings.Cut(host, ".")
 	return first
@@ -123,13 +124,3 @@ func (h Host) BrokerHost(id int32) string {
 
 // BrokerServiceName is the per-host Service name of broker id: the first label of its host.
 func (h Host) BrokerServiceName(id int32) string { return firstLabel(h.BrokerHost(id)) }
-
-// checkServiceName reports why name cannot be a Service name: Services are DNS-1035 labels
-// (a letter first, at most 63 characters). Names are never truncated to fit.
-func checkServiceName(name, what string) error {
-	if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
-		return fmt.Errorf("the Service name %q for %s is not valid (%s); kafkalink never shortens names, so choose a shorter or different hostname prefix or route name",
-			name, what, strings.Join(errs, "; "))
-	}
-	return nil
-}

@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/proxy/config"
+)
+
+// backend is where a parentRef's virtual clusters send traffic, and how.
+type backend struct {
+	target   string // host:port of the backend Service, a fully qualified name
+	upstream *config.UpstreamTLS
+	filters  []config.Filter
+}
+
+// policyState is a KafkaBackendTLSPolicy and what this gateway found out about it.
+type policyState struct {
+	policy   *kroxyliciousv1alpha1.KafkaBackendTLSPolicy
+	used     bool // it targets a backend of this gateway, so the gateway writes its ancestor status
+	accepted *refProblem
+	resolved *refProblem
+	tls      *config.UpstreamTLS
+}
+
+// refsProblem resolves a parentRef's references only for its ResolvedRefs condition, when the
+// parentRef is not accepted: their effects are thrown away.
+func (t *translator) refsProblem(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) *refProblem {
+	_, p := t.resolveRefs(newEffects(), route, pr)
+	return p
+}
+
+// resolveRefs resolves the backend Service, the filters and the upstream TLS of a parentRef's
+// rule, with the Secrets they need recorded in fx. The backend's target is known as soon as the
+// Service resolves, even when a later reference does not.
+func (t *translator) resolveRefs(fx *effects, route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) (backend, *refProblem) {
+	if len(pr.Rules) != 1 || len(pr.Rules[0].BackendRefs) != 1 {
+		return backend{}, &refProblem{ReasonUnsupportedValue, "exactly one rule with exactly one backendRef is supported"}
+	}
+	rule := pr.Rules[0]
+	svc, svcPort, p := t.backendService(route, rule.BackendRefs[0])
+	if p != nil {
+		return backend{}, p
+	}
+	b := backend{target: t.serviceTarget(svc, svcPort.Port)}
+	filters, p := t.routeFilters(fx, route, rule.Filters)
+	if p != nil {
+		return b, p
+	}
+	b.filters = filters
+	upstream, p := t.upstreamTLS(fx, svc, *svcPort)
+	if p != nil {
+		return b, p
+	}
+	b.upstream = upstream
+	return b, nil
+}
+
+// backendService finds the Service and port a backendRef names, in the route's namespace or,
+// granted by a ReferenceGrant, another visible one.
+func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kroxyliciousv1alpha1.BackendReference) (*corev1.Service, *corev1.ServicePort, *refProblem) {
+	if b.Group != nil && *b.Group != gatewaymodel.CoreGroup || b.Kind != nil && *b.Kind != gatewaymodel.KindService {
+		return nil, nil, &refProblem{ReasonInvalidKind, "backendRefs must name a core Service"}
+	}
+	ns := gatewaymodel.RefNamespace(b.Namespace, route.Namespace)
+	name := string(b.Name)
+	if ns != route.Namespace {
+		if !t.visible(ns) {
+			return nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in a namespace the operator does not watch", ns, name)}
+		}
+		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
+		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}) {
+			return nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace)}
+		}
+	}
+	svc := t.services[types.NamespacedName{Namespace: ns, Name: name}]
+	if svc == nil {
+		return nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s not found", ns, name)}
+	}
+	var svcPort *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == int32(b.Port) {
+			svcPort = &svc.Spec.Ports[i]
+		}
+	}
+	if svcPort == nil {
+		return nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no port %d", ns, name, b.Port)}
+	}
+	return svc, svcPort, nil
+}
+
+// serviceTarget is the address of a Service port: a fully qualified name with the root dot, so
+// no resolv.conf search list or public DNS can turn it into another host.
+func (t *translator) serviceTarget(svc *corev1.Service, port int32) string {
+	domain := strings.Trim(t.s.Env.ClusterDomain, ".")
+	if domain == "" {
+		domain = "svc.cluster.local"
+	}
+	return fmt.Sprintf("%s.%s.%s.:%d", svc.Name, svc.Namespace, domain, port)
+}
+
+// routeFilters resolves a rule's KafkaFilters into proxy filters, with the Secrets their
+// placeholders name mounted through fx.
+func (t *translator) routeFilters(fx *effects, route *kroxyliciousv1alpha1.KafkaRoute, refs []kroxyliciousv1alpha1.FilterReference) ([]config.Filter, *refProblem) {
+	var filters []config.Filter
+	for _, f := range refs {
+		if f.Group != nil && *f.Group != gatewaymodel.FilterGroup || f.Kind != nil && *f.Kind != gatewaymodel.KindFilter {
+			return nil, &refProblem{ReasonInvalidKind, fmt.Sprintf("filter %q must be a filter.kroxylicious.io KafkaFilter", f.Name)}
+		}
+		kf := t.filters[string(f.Name)]
+		if kf == nil {
+			return nil, &refProblem{ReasonFilterNotFound, fmt.Sprintf("KafkaFilter %s/%s not found", route.Namespace, f.Name)}
+		}
+		filter, p := t.filter(fx, kf)
+		if p != nil {
+			return nil, p
+		}
+		filters = append(filters, filter)
+	}
+	return filters, nil
+}
+
+// filter turns one KafkaFilter into a proxy filter: a type the proxy implements, its
+// configuration with Secret placeholders replaced by paths, and those Secrets mounted.
+func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config.Filter, *refProblem) {
+	if !slices.Contains(t.s.Env.FilterTypes, kf.Spec.Type) {
+		implemented := "none"
+		if len(t.s.Env.FilterTypes) > 0 {
+			implemented = strings.Join(t.s.Env.FilterTypes, ", ")
+		}
+		return config.Filter{}, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("KafkaFilter %s has type %s, which the proxy does not implement (it implements: %s; see the operator's --proxy-filter-types)", kf.Name, kf.Spec.Type, implemented)}
+	}
+	var raw []byte
+	if kf.Spec.Config != nil {
+		raw = kf.Spec.Config.Raw
+	}
+	cfg, refs, err := SubstituteFilterSecrets(raw)
+	if err != nil {
+		return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
+	}
+	for _, r := range refs {
+		secret := t.secrets[types.NamespacedName{Namespace: kf.Namespace, Name: r.Secret}]
+		if secret == nil {
+			return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: Secret %s/%s not found", kf.Name, kf.Namespace, r.Secret)}
+		}
+		if r.Key != "" {
+			if _, ok := secret.Data[r.Key]; !ok {
+				return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: Secret %s/%s has no key %q", kf.Name, kf.Namespace, r.Secret, r.Key)}
+			}
+		}
+	}
+	for _, r := range refs {
+		fx.mount(r.Secret, FilterSecretsDir+"/"+r.Secret)
+		fx.filterSecret[r.Secret] = true
+	}
+	return config.Filter{Name: kf.Name, Type: kf.Spec.Type, Config: json.RawMessage(cfg)}, nil
+}
+
+// upstreamTLS finds the KafkaBackendTLSPolicy of a backend Service port: the oldest policy that
+// targets it wins, later ones are Conflicted. Only policies allowed to target the Service (in
+// its namespace, or granted by a ReferenceGrant there) take part, so a policy from elsewhere
+// cannot squat a Service by being older.
+func (t *translator) upstreamTLS(fx *effects, svc *corev1.Service, port corev1.ServicePort) (*config.UpstreamTLS, *refProblem) {
+	var matches []*policyState
+	for _, ps := range t.policies {
+		if !policyTargets(ps.policy, svc, port) {
+			continue
+		}
+		p := ps.policy
+		if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
+			if !ps.used { // a policy that applies elsewhere for this gateway keeps that status
+				ps.used = true
+				ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+				ps.tls = &config.UpstreamTLS{}
+			}
+			continue
+		}
+		matches = append(matches, ps)
+	}
+	if len(matches) == 0 {
+		return nil, nil
+	}
+	sort.Slice(matches, func(i, j int) bool {
+		a, b := matches[i].policy, matches[j].policy
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	winner := matches[0]
+	for _, loser := range matches[1:] {
+		loser.used = true
+		if loser.accepted == nil {
+			loser.accepted = &refProblem{ReasonConflicted, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s already applies to Service %s/%s port %d", winner.policy.Namespace, winner.policy.Name, svc.Namespace, svc.Name, port.Port)}
+		}
+	}
+	t.evaluatePolicy(fx, winner, svc)
+	if winner.accepted != nil {
+		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.accepted.message)}
+	}
+	if winner.resolved != nil {
+		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.resolved.message)}
+	}
+	up := *winner.tls
+	up.CAFiles = append([]string(nil), winner.tls.CAFiles...)
+	if t.clientCert != nil {
+		up.CertificateFile, up.PrivateKeyFile = t.clientCert.CertificateFile, t.clientCert.PrivateKeyFile
+	}
+	return &up, nil
+}
+
+// policyTargets reports whether a policy targets a port of a Service.
+func policyTargets(p *kroxyliciousv1alpha1.KafkaBackendTLSPolicy, svc *corev1.Service, port corev1.ServicePort) bool {
+	for _, ref := range p.Spec.TargetRefs {
+		ns := gatewaymodel.RefNamespace(ref.Namespace, p.Namespace)
+		if ref.Kind != gatewaymodel.KindService || ns != svc.Namespace || string(ref.Name) != svc.Name {
+			continue
+		}
+		if ref.SectionName == nil || *ref.SectionName == "" || string(*ref.SectionName) == port.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// evaluatePolicy checks a policy once and builds its upstream TLS settings.
+func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Service) {
+	// Evaluated on every use, so each parentRef stages the policy's mounts for itself.
+	ps.used = true
+	ps.accepted, ps.resolved = nil, nil
+	p := ps.policy
+	if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
+		ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+		ps.tls = &config.UpstreamTLS{}
+		return
+	}
+	if _, err := config.ResolveTLSOptions(p.Spec.Options); err != nil {
+		ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("options: %v", err)}
+	}
+	up := &config.UpstreamTLS{Options: p.Spec.Options}
+	if p.Spec.Validation.Hostname != nil {
+		up.ServerName = *p.Spec.Validation.Hostname
+	}
+	var msgs []string
+	reason := ReasonInvalidCACertificateRef
+	for _, ref := range p.Spec.Validation.CACertificateRefs {
+		keys := t.caKeys(ref, p.Namespace)
+		secret, prob := t.secretRef(fx, ref, gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, keys, ReasonInvalidCACertificateRef, nil)
+		if prob != nil {
+			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
+				reason = prob.reason
+			}
+			msgs = append(msgs, prob.message)
+			continue
+		}
+		dir := fx.mount(secret, BackendSecretsDir+"/"+secret)
+		for _, k := range keys {
+			up.CAFiles = append(up.CAFiles, dir+"/"+k)
+		}
+	}
+	if len(msgs) > 0 {
+		ps.resolved = &refProblem{reason, strings.Join(msgs, "; ")}
+	}
+	ps.tls = up
+}
+
+// caKeys lists the CA certificate entries of a trust Secret, by the Strimzi CA-renewal rule
+// (strimzi.CACertEntries): ca.crt, then every ca-<date>.crt an unfinished renewal keeps.
+func (t *translator) caKeys(ref kroxyliciousv1alpha1.SecretObjectReference, fromNS string) []string {
+	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, fromNS), Name: string(ref.Name)}]
+	if secret == nil {
+		return strimzi.CACertEntries(nil)
+	}
+	keys := slices.Collect(maps.Keys(secret.Data))
+	return strimzi.CACertEntries(slices.AppendSeq(keys, maps.Keys(secret.StringData)))
+}
