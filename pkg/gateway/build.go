@@ -102,6 +102,9 @@ func (t *translator) build(res *Result) {
 
 	dep := t.deployment(cfg)
 	add(KindDeployment, dep.Name, toUnstructured(dep))
+	if pdb := t.podDisruptionBudget(); pdb != nil {
+		add(KindPodDisruptionBudget, pdb.Name, toUnstructured(pdb))
+	}
 
 	var lbNames []string
 	for _, name := range sortedKeys(t.svcs) {
@@ -115,6 +118,7 @@ func (t *translator) build(res *Result) {
 			svc.Spec.Type = corev1.ServiceTypeLoadBalancer
 			lbNames = append(lbNames, name)
 		}
+		t.decorateService(svc, d.route)
 		for _, pn := range sortedKeys(d.ports) {
 			port := d.ports[pn]
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pn, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)})
@@ -123,7 +127,7 @@ func (t *translator) build(res *Result) {
 		add(KindService, name, toUnstructured(svc))
 	}
 
-	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindSecret, KindService}
+	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindPodDisruptionBudget, KindSecret, KindService}
 	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
 		gatewayProblems = append(gatewayProblems, fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes)))
 	}
@@ -451,7 +455,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 		}
 	}
 	drain := int64(config.DefaultDrainTimeout/time.Second) + 10
-	return &appsv1.Deployment{
+	dep := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: KindDeployment},
 		ObjectMeta: t.meta(name, ""),
 		Spec: appsv1.DeploymentSpec{
@@ -489,6 +493,8 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 			},
 		},
 	}
+	t.decorateDeployment(dep)
+	return dep
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics

@@ -307,6 +307,9 @@ func (t *translator) readParameters() (string, bool) {
 	if msg, ok := t.readLimits(spec.Limits); !ok {
 		return msg, false
 	}
+	if msg, ok := t.checkPodSettings(&spec); !ok {
+		return msg, false
+	}
 	t.ingressDomains = nil
 	for _, d := range spec.IngressDomains {
 		if domainAllowed(d, t.s.Env.AllowedIngressDomains) {
