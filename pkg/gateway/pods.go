@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,8 +70,15 @@ func (t *translator) checkPodSettings(spec *kroxyliciousv1alpha1.KafkaGatewayPar
 	}
 	if s := spec.Services; s != nil {
 		all = append(all, metadata{"service annotation", s.Annotations})
+		ranges := s.LoadBalancerSourceRanges
 		for _, r := range s.Routes {
 			all = append(all, metadata{"service annotation", r.Annotations})
+			ranges = append(append([]string(nil), ranges...), r.LoadBalancerSourceRanges...)
+		}
+		for _, cidr := range ranges {
+			if _, err := netip.ParsePrefix(cidr); err != nil {
+				return fmt.Sprintf("services.loadBalancerSourceRanges: %q is not a CIDR such as 203.0.113.0/24", cidr), false
+			}
 		}
 	}
 	if spec.Resources != nil && len(spec.Resources.Claims) > 0 {

@@ -183,12 +183,14 @@ type ServiceSettings struct {
 	// +optional
 	// +kubebuilder:validation:Enum=Cluster;Local
 	ExternalTrafficPolicy *corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
-	// LoadBalancerSourceRanges are the client CIDRs the load balancer accepts.
+	// LoadBalancerSourceRanges are the client CIDRs the load balancer accepts, such as
+	// 203.0.113.0/24. (The schema checks their shape only, since CEL's isCIDR needs Kubernetes
+	// 1.31; the operator refuses one that does not parse, with InvalidParameters.)
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=43
-	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="must be a CIDR such as 203.0.113.0/24"
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F:.]+/[0-9]{1,3}$`
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 }
 

@@ -37,7 +37,9 @@ type ServiceSettingsApplyConfiguration struct {
 	// ExternalTrafficPolicy is Cluster or Local; Local keeps the client's source address, which
 	// limits.maxConnectionsPerSource then sees.
 	ExternalTrafficPolicy *v1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
-	// LoadBalancerSourceRanges are the client CIDRs the load balancer accepts.
+	// LoadBalancerSourceRanges are the client CIDRs the load balancer accepts, such as
+	// 203.0.113.0/24. (The schema checks their shape only, since CEL's isCIDR needs Kubernetes
+	// 1.31; the operator refuses one that does not parse, with InvalidParameters.)
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 }
 
