@@ -161,6 +161,7 @@ type RouteServiceSettings struct {
 	// Route is the name of a KafkaRoute in the gateway's namespace.
 	// +required
 	Route ObjectName `json:"route"`
+
 	ServiceSettings `json:",inline"`
 }
 
