@@ -180,6 +180,9 @@ func (t *translator) podDisruptionBudget() *policyv1.PodDisruptionBudget {
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
 			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(t.gw.Name)},
+			// A proxy pod that is not ready serves nobody: evicting it must not wait for the
+			// budget, or one crash-looping pod would block every node drain.
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
 }

@@ -105,6 +105,9 @@ func TestProductionPodSettings(t *testing.T) {
 	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("maxUnavailable %v, want 1", pdb.Spec.MaxUnavailable)
 	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow", p)
+	}
 	if got := pdb.Spec.Selector.MatchLabels; got["kafkalink.io/gateway"] != "gw" || got["app.kubernetes.io/name"] != "kafkalink-proxy" {
 		t.Errorf("selector %v does not select the proxy pods", got)
 	}
