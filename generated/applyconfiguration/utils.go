@@ -78,6 +78,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.GatewayParentReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayStatusAddress"):
 		return &applyconfigurationkroxyliciousv1alpha1.GatewayStatusAddressApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GeneratedServices"):
+		return &applyconfigurationkroxyliciousv1alpha1.GeneratedServicesApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("KafkaBackendTLSPolicy"):
 		return &applyconfigurationkroxyliciousv1alpha1.KafkaBackendTLSPolicyApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("KafkaBackendTLSPolicySpec"):
@@ -120,14 +122,22 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.PolicyTargetReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ProxyLimits"):
 		return &applyconfigurationkroxyliciousv1alpha1.ProxyLimitsApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ProxyLogging"):
+		return &applyconfigurationkroxyliciousv1alpha1.ProxyLoggingApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ProxyPodSettings"):
+		return &applyconfigurationkroxyliciousv1alpha1.ProxyPodSettingsApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteGroupKind"):
 		return &applyconfigurationkroxyliciousv1alpha1.RouteGroupKindApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteParentStatus"):
 		return &applyconfigurationkroxyliciousv1alpha1.RouteParentStatusApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteServiceSettings"):
+		return &applyconfigurationkroxyliciousv1alpha1.RouteServiceSettingsApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("RouteStatus"):
 		return &applyconfigurationkroxyliciousv1alpha1.RouteStatusApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("SecretObjectReference"):
 		return &applyconfigurationkroxyliciousv1alpha1.SecretObjectReferenceApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ServiceSettings"):
+		return &applyconfigurationkroxyliciousv1alpha1.ServiceSettingsApplyConfiguration{}
 
 	}
 	return nil

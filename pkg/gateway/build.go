@@ -170,10 +170,13 @@ func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, ya
 	}
 	dep := t.deployment(cfg)
 	objs.add(KindDeployment, dep.Name, toUnstructured(dep))
+	if pdb := t.podDisruptionBudget(); pdb != nil {
+		objs.add(KindPodDisruptionBudget, pdb.Name, toUnstructured(pdb))
+	}
 	for _, name := range sortedKeys(t.svcs) {
 		objs.add(KindService, name, toUnstructured(t.service(t.svcs[name])))
 	}
-	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindSecret, KindService}
+	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindPodDisruptionBudget, KindSecret, KindService}
 	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
 		objs.problems = append(objs.problems, &refProblem{ReasonOpenShiftRoutesUnavailable, fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes))})
 	}
@@ -205,6 +208,7 @@ func (t *translator) service(d *desiredService) *corev1.Service {
 	if d.lb {
 		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
 	}
+	t.decorateService(svc, d.route)
 	for _, pn := range sortedKeys(d.ports) {
 		port := d.ports[pn]
 		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: pn, Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(port)})
@@ -384,7 +388,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 		}
 	}
 	drain := int64(config.DefaultDrainTimeout/time.Second) + 10
-	return &appsv1.Deployment{
+	dep := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: KindDeployment},
 		ObjectMeta: t.meta(name, ""),
 		Spec: appsv1.DeploymentSpec{
@@ -422,6 +426,8 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 			},
 		},
 	}
+	t.decorateDeployment(dep)
+	return dep
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics

@@ -54,6 +54,9 @@ func (t *translator) readParameters() *refProblem {
 	if p := t.readLimits(spec.Limits); p != nil {
 		return p
 	}
+	if p := t.checkPodSettings(&spec); p != nil {
+		return p
+	}
 	t.readIngressDomains(spec.IngressDomains)
 	t.parentRefs = spec.ParentRefs
 	return nil

@@ -159,7 +159,7 @@ type Environment struct {
 
 // ObjectKey names an object of some kind in the gateway's namespace.
 type ObjectKey struct {
-	// Kind is Service, ConfigMap, Deployment, Secret, Route or TLSRoute.
+	// Kind is one of the Kind* constants: Service, ConfigMap, Deployment, PodDisruptionBudget, Secret, Route or TLSRoute.
 	Kind string
 	// Name is the object's name.
 	Name string

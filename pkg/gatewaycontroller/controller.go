@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -50,10 +51,11 @@ var (
 	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	gvrService    = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	gvrSecret     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	gvrPDB        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
 	gvrParams     = schema.GroupVersionResource{Group: gatewaymodel.Group, Version: "v1alpha1", Resource: "kafkagatewayparameters"}
-	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute}
+	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute, gateway.KindPodDisruptionBudget: gvrPDB}
 )
 
 // Controller reconciles the KafkaGateways of one watched namespace (or all).
@@ -76,6 +78,7 @@ type Controller struct {
 	secrets     corelisters.SecretLister
 	configMaps  corelisters.ConfigMapLister
 	deployments appslisters.DeploymentLister
+	pdbs        policylisters.PodDisruptionBudgetLister
 
 	osRoutes  *controller.OptionalInformer
 	tlsRoutes *controller.OptionalInformer
@@ -117,7 +120,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	paramsInf := env.Informers.Dynamic.ForResource(gvrParams)
 	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf.Informer(), cmInf.Informer(), depInf.Informer()} {
+	pdbInf := kube.Policy().V1().PodDisruptionBudgets()
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf.Informer(), cmInf.Informer(), depInf.Informer(), pdbInf.Informer()} {
 		if err := inf.SetTransform(slimObject); err != nil {
 			return nil, fmt.Errorf("setting the cache transform: %w", err)
 		}
@@ -133,7 +137,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	if _, err := secretInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secretData.onDelete}); err != nil {
 		return nil, err
 	}
-	c.configMaps, c.deployments = cmInf.Lister(), depInf.Lister()
+	c.configMaps, c.deployments, c.pdbs = cmInf.Lister(), depInf.Lister(), pdbInf.Lister()
 
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -148,6 +152,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		{svcInf.Informer(), c.serviceToGateways},
 		{cmInf.Informer(), c.generatedKind(gateway.KindConfigMap)},
 		{depInf.Informer(), c.generatedKind(gateway.KindDeployment)},
+		{pdbInf.Informer(), c.generatedKind(gateway.KindPodDisruptionBudget)},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(controller.MapHandler(h.mapper, c.ctrl)); err != nil {

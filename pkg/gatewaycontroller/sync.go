@@ -254,6 +254,8 @@ func (c *Controller) existing(kind, namespace, name string) metav1.Object {
 	switch kind {
 	case gateway.KindDeployment:
 		obj, err = c.deployments.Deployments(namespace).Get(name)
+	case gateway.KindPodDisruptionBudget:
+		obj, err = c.pdbs.PodDisruptionBudgets(namespace).Get(name)
 	case gateway.KindConfigMap:
 		obj, err = c.configMaps.ConfigMaps(namespace).Get(name)
 	case gateway.KindService:
@@ -373,6 +375,11 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		switch kind {
 		case gateway.KindDeployment:
 			list, _ := c.deployments.Deployments(gw.Namespace).List(selector)
+			for _, o := range list {
+				objs = append(objs, o)
+			}
+		case gateway.KindPodDisruptionBudget:
+			list, _ := c.pdbs.PodDisruptionBudgets(gw.Namespace).List(selector)
 			for _, o := range list {
 				objs = append(objs, o)
 			}

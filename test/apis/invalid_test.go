@@ -216,6 +216,57 @@ spec:
 `,
 			wantField: "spec", wantMessage: "port and management.port disagree",
 		},
+		"parameters with an unknown proxy log format": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  logging: {format: xml}
+`,
+			wantField: "spec.logging.format", wantMessage: "supported values",
+		},
+		"parameters with a proxy verbosity over 10": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  logging: {verbosity: 11}
+`,
+			wantField: "spec.logging.verbosity", wantMessage: "less than or equal to 10",
+		},
+		"parameters with resource claims": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  resources: {claims: [{name: gpu}]}
+`,
+			wantField: "spec.resources", wantMessage: "resources.claims is not supported",
+		},
+		"parameters with a source range that is no CIDR": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  services:
+    routes: [{route: partners, loadBalancerSourceRanges: [everyone]}]
+`,
+			wantField: "spec.services.routes[0].loadBalancerSourceRanges[0]", wantMessage: "should match",
+		},
+		"parameters with an unknown externalTrafficPolicy": {
+			yaml: `
+apiVersion: kroxylicious.io/v1alpha1
+kind: KafkaGatewayParameters
+metadata: {name: p}
+spec:
+  services: {externalTrafficPolicy: Nearest}
+`,
+			wantField: "spec.services.externalTrafficPolicy", wantMessage: "supported values",
+		},
 		"a connection to something other than a Kafka": {
 			yaml: `
 apiVersion: kafka.strimzi.io/v1beta2

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -64,6 +65,134 @@ type KafkaGatewayParametersSpec struct {
 	// Limits bound the proxy's resource use; a field left out keeps the proxy's default.
 	// +optional
 	Limits *ProxyLimits `json:"limits,omitempty"`
+	// Pod sets the scheduling, image pull secrets and extra metadata of the proxy pods.
+	// +optional
+	Pod *ProxyPodSettings `json:"pod,omitempty"`
+	// Resources of the proxy container. Left out, the container requests cpu 100m and memory
+	// 128Mi and has no limits: enough to be scheduled and admitted under a ResourceQuota on
+	// requests, without throttling TLS handshakes or risking an OOM kill at a guessed size.
+	// A namespace whose ResourceQuota also covers limits needs them set here (or a LimitRange).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims)",message="resources.claims is not supported"
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Logging sets the proxy's log verbosity and format.
+	// +optional
+	Logging *ProxyLogging `json:"logging,omitempty"`
+	// Services sets annotations and load balancer settings of the Services generated for routes,
+	// for all routes and per route.
+	// +optional
+	Services *GeneratedServices `json:"services,omitempty"`
+}
+
+// ProxyPodSettings are pod template settings of the proxy Deployment. kafkalink's own labels
+// and annotations, and the gateway's infrastructure ones, win over labels and annotations here;
+// the operator's --allowed-metadata-prefixes restricts these as it does infrastructure metadata.
+type ProxyPodSettings struct {
+	// Labels are added to the proxy pods (not to the Deployment), for example for network
+	// policies or cost reports.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are added to the proxy pods (not to the Deployment).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// NodeSelector is the pods' nodeSelector.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Tolerations are the pods' tolerations.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// Affinity is the pods' affinity.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// TopologySpreadConstraints are the pods' topology spread constraints. Select the proxy
+	// pods with the labels app.kubernetes.io/name: kafkalink-proxy and
+	// app.kubernetes.io/instance: <gateway name>.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// PriorityClassName is the pods' priority class.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	PriorityClassName *string `json:"priorityClassName,omitempty"`
+	// ImagePullSecrets name Secrets of the gateway's namespace that pull the proxy image.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// ProxyLogging sets the proxy's log verbosity and format, passed as its -v and
+// --logging-format flags.
+type ProxyLogging struct {
+	// Verbosity is the klog verbosity: 0 logs changes and problems, 2 state changes, 4 per
+	// connection detail. Left out, the proxy's default (0).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Verbosity *int32 `json:"verbosity,omitempty"`
+	// Format is text or json. Left out, the proxy's default (text).
+	// +optional
+	// +kubebuilder:validation:Enum=text;json
+	Format *string `json:"format,omitempty"`
+}
+
+// GeneratedServices sets the Services generated for routes: the inline settings apply to every
+// route, and an entry of routes overrides them for one route.
+type GeneratedServices struct {
+	ServiceSettings `json:",inline"`
+	// Routes override the settings above for one KafkaRoute each: a field set in the entry
+	// replaces the one above, and annotations are merged (the entry's win).
+	// +optional
+	// +listType=map
+	// +listMapKey=route
+	// +kubebuilder:validation:MaxItems=64
+	Routes []RouteServiceSettings `json:"routes,omitempty"`
+}
+
+// RouteServiceSettings are the Service settings of one route.
+type RouteServiceSettings struct {
+	// Route is the name of a KafkaRoute in the gateway's namespace.
+	// +required
+	Route ObjectName `json:"route"`
+
+	ServiceSettings `json:",inline"`
+}
+
+// ServiceSettings are settings of generated Services. Annotations go on every Service of the
+// route; the other fields only on LoadBalancer Services (route hostnames outside the cluster
+// domain), since Kubernetes refuses them on ClusterIP Services.
+type ServiceSettings struct {
+	// Annotations are added to the Services, for example a cloud load balancer's settings.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// LoadBalancerClass selects the load balancer implementation. Kubernetes does not allow it
+	// to change once a Service has it: delete the Service to change it (kafkalink recreates it).
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	LoadBalancerClass *string `json:"loadBalancerClass,omitempty"`
+	// ExternalTrafficPolicy is Cluster or Local; Local keeps the client's source address, which
+	// limits.maxConnectionsPerSource then sees.
+	// +optional
+	// +kubebuilder:validation:Enum=Cluster;Local
+	ExternalTrafficPolicy *corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+	// LoadBalancerSourceRanges are the client CIDRs the load balancer accepts, such as
+	// 203.0.113.0/24. (The schema checks their shape only, since CEL's isCIDR needs Kubernetes
+	// 1.31; the operator refuses one that does not parse, with InvalidParameters.)
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F:.]+/[0-9]{1,3}$`
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 }
 
 // ProxyLimits are passed to the proxy configuration's limits as written.

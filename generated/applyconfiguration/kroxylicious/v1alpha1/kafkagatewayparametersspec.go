@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	v1 "k8s.io/api/core/v1"
 )
 
 // KafkaGatewayParametersSpecApplyConfiguration represents a declarative configuration of the KafkaGatewayParametersSpec type for use
@@ -49,6 +50,18 @@ type KafkaGatewayParametersSpecApplyConfiguration struct {
 	ParentRefs []GatewayParentReferenceApplyConfiguration `json:"parentRefs,omitempty"`
 	// Limits bound the proxy's resource use; a field left out keeps the proxy's default.
 	Limits *ProxyLimitsApplyConfiguration `json:"limits,omitempty"`
+	// Pod sets the scheduling, image pull secrets and extra metadata of the proxy pods.
+	Pod *ProxyPodSettingsApplyConfiguration `json:"pod,omitempty"`
+	// Resources of the proxy container. Left out, the container requests cpu 100m and memory
+	// 128Mi and has no limits: enough to be scheduled and admitted under a ResourceQuota on
+	// requests, without throttling TLS handshakes or risking an OOM kill at a guessed size.
+	// A namespace whose ResourceQuota also covers limits needs them set here (or a LimitRange).
+	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
+	// Logging sets the proxy's log verbosity and format.
+	Logging *ProxyLoggingApplyConfiguration `json:"logging,omitempty"`
+	// Services sets annotations and load balancer settings of the Services generated for routes,
+	// for all routes and per route.
+	Services *GeneratedServicesApplyConfiguration `json:"services,omitempty"`
 }
 
 // KafkaGatewayParametersSpecApplyConfiguration constructs a declarative configuration of the KafkaGatewayParametersSpec type for use with
@@ -117,5 +130,37 @@ func (b *KafkaGatewayParametersSpecApplyConfiguration) WithParentRefs(values ...
 // If called multiple times, the Limits field is set to the value of the last call.
 func (b *KafkaGatewayParametersSpecApplyConfiguration) WithLimits(value *ProxyLimitsApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
 	b.Limits = value
+	return b
+}
+
+// WithPod sets the Pod field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Pod field is set to the value of the last call.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithPod(value *ProxyPodSettingsApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
+	b.Pod = value
+	return b
+}
+
+// WithResources sets the Resources field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Resources field is set to the value of the last call.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithResources(value v1.ResourceRequirements) *KafkaGatewayParametersSpecApplyConfiguration {
+	b.Resources = &value
+	return b
+}
+
+// WithLogging sets the Logging field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Logging field is set to the value of the last call.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithLogging(value *ProxyLoggingApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
+	b.Logging = value
+	return b
+}
+
+// WithServices sets the Services field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Services field is set to the value of the last call.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithServices(value *GeneratedServicesApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
+	b.Services = value
 	return b
 }

@@ -1,0 +1,244 @@
+package gateway
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+)
+
+// Pod and Service settings from KafkaGatewayParameters: scheduling, pull secrets, resources,
+// logging, extra pod metadata, the PodDisruptionBudget and the settings of generated Services.
+// The functions here decorate what build.go makes; none of them changes an object when its
+// settings are left out, except the default resource requests.
+
+// KindPodDisruptionBudget is the kind of the proxy's PodDisruptionBudget.
+const KindPodDisruptionBudget = "PodDisruptionBudget"
+
+// PodDisruptionBudgetName names the gateway's PodDisruptionBudget.
+func PodDisruptionBudgetName(gateway string) string { return gateway }
+
+// DefaultResources are the proxy container's resources when the parameters set none: requests
+// only. A request lets the scheduler place the pods and a ResourceQuota on requests admit them;
+// a limit is left to the user, because a CPU limit throttles TLS handshakes under bursts and a
+// memory limit sized without knowing the connection count risks an OOM kill of every
+// connection the pod holds.
+func DefaultResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("128Mi"),
+	}}
+}
+
+// parameters returns the spec of the KafkaGatewayParameters the gateway refers to, or nil.
+// readParameters has checked the reference by the time build runs.
+func (t *translator) parameters() *kroxyliciousv1alpha1.KafkaGatewayParametersSpec {
+	inf := t.gw.Spec.Infrastructure
+	if inf == nil || inf.ParametersRef == nil || t.s.Parameters == nil {
+		return nil
+	}
+	return &t.s.Parameters.Spec
+}
+
+// checkPodSettings checks what the schema cannot (label and annotation syntax, stored objects
+// from before a schema rule) and records the pod and Service metadata the operator does not allow.
+func (t *translator) checkPodSettings(spec *kroxyliciousv1alpha1.KafkaGatewayParametersSpec) *refProblem {
+	type metadata struct {
+		what string
+		m    map[string]string
+	}
+	var all []metadata
+	if p := spec.Pod; p != nil {
+		all = append(all, metadata{"pod label", p.Labels}, metadata{"pod annotation", p.Annotations})
+		for k, v := range p.NodeSelector {
+			if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+				return invalidParameters("pod.nodeSelector %s: %s", k, strings.Join(errs, "; "))
+			}
+		}
+	}
+	if s := spec.Services; s != nil {
+		all = append(all, metadata{"service annotation", s.Annotations})
+		ranges := s.LoadBalancerSourceRanges
+		for _, r := range s.Routes {
+			all = append(all, metadata{"service annotation", r.Annotations})
+			ranges = append(append([]string(nil), ranges...), r.LoadBalancerSourceRanges...)
+		}
+		for _, cidr := range ranges {
+			if _, err := netip.ParsePrefix(cidr); err != nil {
+				return invalidParameters("services.loadBalancerSourceRanges: %q is not a CIDR such as 203.0.113.0/24", cidr)
+			}
+		}
+	}
+	if spec.Resources != nil && len(spec.Resources.Claims) > 0 {
+		return invalidParameters("resources.claims is not supported")
+	}
+	if l := spec.Logging; l != nil {
+		if l.Verbosity != nil && (*l.Verbosity < 0 || *l.Verbosity > 10) {
+			return invalidParameters("logging.verbosity %d is not between 0 and 10", *l.Verbosity)
+		}
+		if l.Format != nil && *l.Format != "text" && *l.Format != "json" {
+			return invalidParameters("logging.format %q is neither text nor json", *l.Format)
+		}
+	}
+	denied := map[string]bool{}
+	for _, md := range all {
+		for _, k := range sortedKeys(md.m) {
+			errs := validation.IsQualifiedName(k)
+			if md.what == "pod label" {
+				errs = append(errs, validation.IsValidLabelValue(md.m[k])...)
+			}
+			if len(errs) > 0 {
+				return invalidParameters("%s %s: %s", md.what, k, strings.Join(errs, "; "))
+			}
+			if !t.metadataAllowed(k) && !denied[md.what+k] {
+				denied[md.what+k] = true
+				t.notAllowed = append(t.notAllowed, fmt.Sprintf("%s %s (allowed prefixes: %s)", md.what, k, strings.Join(t.s.Env.AllowedMetadataPrefixes, ", ")))
+			}
+		}
+	}
+	return nil
+}
+
+// decorateDeployment applies the pod settings, resources and logging flags to the proxy
+// Deployment. Labels and annotations already on the pod template (kafkalink's and the
+// gateway's infrastructure metadata) are kept.
+func (t *translator) decorateDeployment(dep *appsv1.Deployment) {
+	tmpl := &dep.Spec.Template
+	c := &tmpl.Spec.Containers[0]
+	c.Resources = DefaultResources()
+	spec := t.parameters()
+	if spec == nil {
+		return
+	}
+	if spec.Resources != nil {
+		c.Resources = *spec.Resources.DeepCopy()
+	}
+	if l := spec.Logging; l != nil {
+		if l.Verbosity != nil {
+			c.Args = append(c.Args, "-v="+strconv.Itoa(int(*l.Verbosity)))
+		}
+		if l.Format != nil {
+			c.Args = append(c.Args, "--logging-format="+*l.Format)
+		}
+	}
+	p := spec.Pod
+	if p == nil {
+		return
+	}
+	addMissing(tmpl.Labels, p.Labels, t.metadataAllowed)
+	addMissing(tmpl.Annotations, p.Annotations, t.metadataAllowed)
+	ps := &tmpl.Spec
+	if len(p.NodeSelector) > 0 {
+		ps.NodeSelector = map[string]string{}
+		for k, v := range p.NodeSelector {
+			ps.NodeSelector[k] = v
+		}
+	}
+	for i := range p.Tolerations {
+		ps.Tolerations = append(ps.Tolerations, *p.Tolerations[i].DeepCopy())
+	}
+	ps.Affinity = p.Affinity.DeepCopy()
+	for i := range p.TopologySpreadConstraints {
+		ps.TopologySpreadConstraints = append(ps.TopologySpreadConstraints, *p.TopologySpreadConstraints[i].DeepCopy())
+	}
+	if p.PriorityClassName != nil {
+		ps.PriorityClassName = *p.PriorityClassName
+	}
+	ps.ImagePullSecrets = append(ps.ImagePullSecrets, p.ImagePullSecrets...)
+}
+
+// addMissing copies the allowed entries of from into to, keeping what to already holds.
+func addMissing(to, from map[string]string, allowed func(string) bool) {
+	for k, v := range from {
+		if _, ok := to[k]; !ok && allowed(k) {
+			to[k] = v
+		}
+	}
+}
+
+// podDisruptionBudget lets voluntary disruptions (node drains) take one proxy pod at a time;
+// nil with fewer than two replicas, where any budget would either block drains or allow all.
+func (t *translator) podDisruptionBudget() *policyv1.PodDisruptionBudget {
+	if t.replicas < 2 {
+		return nil
+	}
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: KindPodDisruptionBudget},
+		ObjectMeta: t.meta(PodDisruptionBudgetName(t.gw.Name), ""),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+			Selector:       &metav1.LabelSelector{MatchLabels: SelectorLabels(t.gw.Name)},
+			// A proxy pod that is not ready serves nobody: evicting it must not wait for the
+			// budget, or one crash-looping pod would block every node drain.
+			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
+		},
+	}
+}
+
+// decorateService applies the Service settings of the route to one of its generated Services.
+func (t *translator) decorateService(svc *corev1.Service, route string) {
+	spec := t.parameters()
+	if spec == nil || spec.Services == nil {
+		return
+	}
+	set := routeServiceSettings(spec.Services, route)
+	// Annotations: kafkalink's and the gateway's infrastructure ones stay.
+	addMissing(svc.Annotations, set.Annotations, t.metadataAllowed)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return
+	}
+	if set.LoadBalancerClass != nil {
+		svc.Spec.LoadBalancerClass = set.LoadBalancerClass
+	}
+	if set.ExternalTrafficPolicy != nil {
+		svc.Spec.ExternalTrafficPolicy = *set.ExternalTrafficPolicy
+	}
+	if len(set.LoadBalancerSourceRanges) > 0 {
+		ranges := append([]string(nil), set.LoadBalancerSourceRanges...)
+		sort.Strings(ranges)
+		svc.Spec.LoadBalancerSourceRanges = ranges
+	}
+}
+
+// routeServiceSettings merges the settings for every route with the route's own entry.
+func routeServiceSettings(s *kroxyliciousv1alpha1.GeneratedServices, route string) kroxyliciousv1alpha1.ServiceSettings {
+	out := kroxyliciousv1alpha1.ServiceSettings{
+		Annotations:              map[string]string{},
+		LoadBalancerClass:        s.LoadBalancerClass,
+		ExternalTrafficPolicy:    s.ExternalTrafficPolicy,
+		LoadBalancerSourceRanges: s.LoadBalancerSourceRanges,
+	}
+	for k, v := range s.Annotations {
+		out.Annotations[k] = v
+	}
+	for _, r := range s.Routes {
+		if string(r.Route) != route {
+			continue
+		}
+		for k, v := range r.Annotations {
+			out.Annotations[k] = v
+		}
+		if r.LoadBalancerClass != nil {
+			out.LoadBalancerClass = r.LoadBalancerClass
+		}
+		if r.ExternalTrafficPolicy != nil {
+			out.ExternalTrafficPolicy = r.ExternalTrafficPolicy
+		}
+		if len(r.LoadBalancerSourceRanges) > 0 {
+			out.LoadBalancerSourceRanges = r.LoadBalancerSourceRanges
+		}
+	}
+	return out
+}
