@@ -80,8 +80,11 @@ func Flexible(key, version int16) bool {
 // NeedsRewrite reports whether the response to key at version must be decoded and rewritten.
 func NeedsRewrite(key, version int16) bool {
 	switch key {
-	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions:
+	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions,
+		KeyDescribeConfigs, KeyVote, KeyBeginQuorumEpoch, KeyEndQuorumEpoch, KeyFetchSnapshot, KeyUpdateRaftVoter:
 		return true
+	case KeyDescribeQuorum:
+		return version >= 2
 	case KeyProduce:
 		return version >= 10
 	case KeyFetch:
@@ -188,6 +191,8 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 		for i := range r.NodeEndpoints {
 			rw(r.NodeEndpoints[i].NodeID, &r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port)
 		}
+	default:
+		n = redact(resp)
 	}
 	if n == 0 {
 		return nil, 0, nil
