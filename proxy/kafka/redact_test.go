@@ -336,10 +336,10 @@ func FuzzRewriteFetch(f *testing.F) {
 		f.Add(v, frameResponse(sampleResponse(KeyFetch, v)))
 	}
 	corr := []byte{0, 0, 0, 7}
-	body := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // throttle, error, session
-	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 0xff, 0xff, 0xff, 0xff, 0x0f))                   // 2^32 topics
+	body := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}                                                                                    // throttle, error, session
+	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 0xff, 0xff, 0xff, 0xff, 0x0f))                          // 2^32 topics
 	f.Add(int16(17), append(append(slices.Clone(corr), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), body...)) // overflowing varint
-	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 0xff, 0xff, 0x03)) // huge tag count and size
+	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 0xff, 0xff, 0x03))  // huge tag count and size
 	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0))              // endpoints of 2^31 bytes
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
 		out, _, err := RewriteFetch(nil, version, frame, testMap)
