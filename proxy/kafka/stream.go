@@ -17,6 +17,11 @@ import (
 // NodeEndpoints are rewritten in place and the difference is filled with a padding tag
 // that clients skip as unknown; when the rewritten endpoints do not fit, they are dropped
 // (clients then refresh metadata, as before KIP-951) but never leak an upstream address.
+//
+// That loss only touches large responses: one up to FetchBufferLimit is read whole and
+// rewritten exactly by RewriteFetch, whatever the host lengths. A leader change is answered
+// with partitions that carry an error and no records, so the responses with NodeEndpoints are
+// small unless other partitions of the same request bring much data at the same time.
 
 // PaddingTag is the tag number used to keep a rewritten tagged section at its original
 // length. It is far above any tag Kafka defines, so clients skip it as unknown.

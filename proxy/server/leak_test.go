@@ -408,7 +408,7 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 			}
 			for _, tp := range r.Topics {
 				for _, p := range tp.Partitions {
-					if p.ErrorCode != 0 {
+					if leaderMoved(p.ErrorCode) {
 						leaders = append(leaders, p.CurrentLeader.LeaderID)
 					}
 				}
@@ -424,7 +424,7 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 			}
 			for _, tp := range r.Topics {
 				for _, p := range tp.Partitions {
-					if p.ErrorCode != 0 {
+					if leaderMoved(p.ErrorCode) {
 						leaders = append(leaders, p.CurrentLeader.LeaderID)
 					}
 				}
@@ -445,6 +445,10 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 		t.Fatalf("the new leader's endpoint came in %v responses, want Fetch and Produce", found)
 	}
 }
+
+// leaderMoved reports whether a partition error is one a broker answers with the new leader
+// (KIP-951): NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
+func leaderMoved(code int16) bool { return code == 6 || code == 74 }
 
 // longPrefix makes the proxy's host names much longer than the upstream's (an IP address), the
 // case where streamed Fetch NodeEndpoints used to be dropped.
