@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -252,9 +253,10 @@ func rawProxyRequest(t *testing.T, ctx context.Context, dial func(context.Contex
 	return resp
 }
 
-// TestNoUpstreamAddressLeaks drives a client session through the proxy (metadata, produce,
-// consume in a group, a partition leader moving under the producer and the consumer, and the
-// admin calls a console makes: describe cluster, configs, log dirs, groups, quorum) and scans
+// TestNoUpstreamAddressLeaks drives a client session through the proxy with kgo and kadm
+// (metadata, produce, consume in a group, a partition leader moving under the producer and the
+// consumer, and the admin calls a console makes: describe cluster, configs, log dirs, groups,
+// offsets, quorum) and scans
 // every byte the proxy sent the client for the upstream host and ports.
 func TestNoUpstreamAddressLeaks(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -279,47 +281,51 @@ func TestNoUpstreamAddressLeaks(t *testing.T) {
 	if err != nil || len(dc.Brokers) != 3 {
 		t.Fatalf("describe cluster: %v %+v", err, dc)
 	}
-	cfgReq := kmsg.NewPtrDescribeConfigsRequest()
-	cfgReq.IncludeSynonyms = true
-	for _, r := range []struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}{{kmsg.ConfigResourceTypeBroker, "0"}, {kmsg.ConfigResourceTypeBroker, "1"}, {kmsg.ConfigResourceTypeTopic, "orders"}} {
-		res := kmsg.NewDescribeConfigsRequestResource()
-		res.ResourceType, res.ResourceName = r.typ, r.name
-		cfgReq.Resources = append(cfgReq.Resources, res)
+	// What a console asks, through kadm: broker and topic configs, log dirs, groups, offsets.
+	adm := kadm.NewClient(admin)
+	if md, err := adm.BrokerMetadata(ctx); err != nil || len(md.Brokers) != 3 {
+		t.Fatalf("broker metadata: %v %+v", err, md)
 	}
-	cfgs, err := cfgReq.RequestWith(ctx, admin)
-	if err != nil || len(cfgs.Resources) != 3 {
-		t.Fatalf("describe configs: %v %+v", err, cfgs)
+	brokerCfgs, err := adm.DescribeBrokerConfigs(ctx, 0, 1)
+	if err != nil {
+		t.Fatalf("describe broker configs: %v", err)
 	}
-	for _, res := range cfgs.Resources {
+	topicCfgs, err := adm.DescribeTopicConfigs(ctx, "orders")
+	if err != nil {
+		t.Fatalf("describe topic configs: %v", err)
+	}
+	hidden := 0
+	for _, res := range append(brokerCfgs, topicCfgs...) {
+		if res.Err != nil {
+			t.Fatalf("configs of %s: %v", res.Name, res.Err)
+		}
 		for _, c := range res.Configs {
-			if c.Name == "advertised.listeners" && (c.Value != nil || !c.IsSensitive) {
-				t.Errorf("%s %s: advertised.listeners not hidden: %+v", res.ResourceType, res.ResourceName, c)
-			}
-			if c.Name == "log.retention.ms" && (c.Value == nil || *c.Value != "604800000") {
-				t.Errorf("log.retention.ms changed: %+v", c)
+			switch {
+			case kafka.AddressConfig(c.Key) && (c.Value != nil || !c.Sensitive):
+				t.Errorf("%s: %s not hidden: %+v", res.Name, c.Key, c)
+			case kafka.AddressConfig(c.Key):
+				hidden++
+			case c.Key == "log.retention.ms" && c.MaybeValue() != "604800000":
+				t.Errorf("%s: log.retention.ms changed: %+v", res.Name, c)
 			}
 		}
 	}
-	if _, err := kmsg.NewPtrDescribeLogDirsRequest().RequestWith(ctx, admin); err != nil {
+	if hidden != 3*4 {
+		t.Errorf("%d address configs hidden, want 4 for each of 3 resources", hidden)
+	}
+	if _, err := adm.DescribeAllLogDirs(ctx, nil); err != nil {
 		t.Fatalf("describe log dirs: %v", err)
 	}
-	groups, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, admin)
-	if err != nil || len(groups.Groups) == 0 {
+	if groups, err := adm.ListGroups(ctx); err != nil || len(groups) == 0 {
 		t.Fatalf("list groups: %v %+v", err, groups)
 	}
-	dg := kmsg.NewPtrDescribeGroupsRequest()
-	dg.Groups = []string{"g-orders"}
-	if _, err := dg.RequestWith(ctx, admin); err != nil {
+	if _, err := adm.DescribeGroups(ctx, "g-orders"); err != nil {
 		t.Fatalf("describe groups: %v", err)
 	}
-	of := kmsg.NewPtrOffsetFetchRequest()
-	of.Group = "g-orders"
-	if _, err := of.RequestWith(ctx, admin); err != nil {
-		t.Fatalf("offset fetch: %v", err)
+	if _, err := adm.FetchOffsets(ctx, "g-orders"); err != nil {
+		t.Fatalf("fetch offsets: %v", err)
 	}
+	// kfake lists no DescribeQuorum in ApiVersions, so kadm would not send it: sent raw.
 	dq := kmsg.NewPtrDescribeQuorumRequest()
 	dq.SetVersion(2)
 	quorum := rawProxyRequest(t, ctx, tp.dial(sess.roots), bootstrap, dq).(*kmsg.DescribeQuorumResponse)
