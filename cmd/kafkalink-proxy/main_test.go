@@ -169,7 +169,9 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string) {
 	}
 }
 
-// TestBinaryFailsOnBadConfig checks that a configuration error stops the binary with a non-zero status.
+// TestBinaryFailsOnBadConfig checks that a configuration error at start (no last good
+// configuration to keep serving) stops the binary with a non-zero status and the reason; for a
+// version outside the skew policy, what this proxy reads.
 func TestBinaryFailsOnBadConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte("version: kafkalink.io/proxy-config/v0\n"), 0o600); err != nil {
@@ -180,6 +182,9 @@ func TestBinaryFailsOnBadConfig(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("a bad config was accepted:\n%s", out)
+	}
+	if want := "unsupported configuration version kafkalink.io/proxy-config/v0: this proxy reads kafkalink.io/proxy-config/v1"; !strings.Contains(string(out), want) {
+		t.Errorf("output does not say %q:\n%s", want, out)
 	}
 }
 

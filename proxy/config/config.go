@@ -32,7 +32,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Version is the only configuration version this package understands.
+// Version is the configuration version this release's operator writes. Parse also reads the
+// previous version, if any (AcceptedVersions).
 const Version = "kafkalink.io/proxy-config/v1"
 
 // NodeIDPlaceholder is the placeholder for the broker node id in a BrokerPattern.
@@ -259,12 +260,16 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse decodes a YAML or JSON configuration strictly (unknown fields are errors), applies
+// Parse decodes a YAML or JSON configuration strictly (unknown fields are errors), converts an
+// accepted previous version (see AcceptedVersions and the skew policy in version.go), applies
 // defaults and validates it.
 func Parse(b []byte) (*Config, error) {
 	j, err := yaml.YAMLToJSON(b)
 	if err != nil {
 		return nil, fmt.Errorf("not YAML: %w", err)
+	}
+	if j, err = upgrade(j); err != nil {
+		return nil, err
 	}
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(j))

@@ -82,6 +82,9 @@ func FuzzRewriteResponse(f *testing.F) {
 		f.Add(key, first, frameResponse(sampleResponse(key, first)))
 		f.Add(key, MaxVersion(key), frameResponse(sampleResponse(key, MaxVersion(key))))
 	}
+	for _, key := range []int16{KeyDescribeConfigs, KeyDescribeQuorum, KeyVote, KeyUpdateRaftVoter} {
+		f.Add(key, MaxVersion(key), frameResponse(redactSample(key, MaxVersion(key))))
+	}
 	f.Fuzz(func(t *testing.T, key, version int16, frame []byte) {
 		out, _, err := RewriteResponse(nil, key, version, frame, testMap)
 		if err != nil || out == nil {

@@ -42,8 +42,15 @@ var extremeInt16s = []int16{-32768, -2, -1, 0, 1, 2, math.MaxInt16}
 // requestKeysParsed are the request keys whose headers or bodies the proxy reads: Produce
 // (acks), ApiVersions (answered locally when too new), SaslHandshake (v0 refused), and every
 // key whose response is rewritten (checked against the proxy's maximum version).
-var requestKeysParsed = []int16{KeyProduce, KeyFetch, KeyMetadata, KeyFindCoordinator, KeySaslHandshake, KeyApiVersions,
-	KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge}
+var requestKeysParsed = func() []int16 {
+	keys := []int16{KeyProduce, KeySaslHandshake, KeyApiVersions}
+	for k := int16(0); k < maxKey; k++ {
+		if k != KeyProduce && k != KeyApiVersions && NeedsRewrite(k, MaxVersion(k)) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}()
 
 // hostileRequest builds one request frame for key and version: header with a classic client id
 // of length cl, flexible header tags made of the uvarints in tags, then a body of compact

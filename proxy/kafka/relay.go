@@ -149,6 +149,15 @@ func passThrough(dst io.Writer, src *bufio.Reader, n int64) error {
 	return err
 }
 
+// FetchBufferLimit is the size (frame size included) up to which a Fetch v16+ response is read
+// whole and its NodeEndpoints rewritten exactly (RewriteFetch); larger ones are streamed
+// (StreamFetch), where endpoints that do not fit the original length are dropped. A leader
+// change is answered with partitions that carry an error and no records, so the responses that
+// carry NodeEndpoints are nearly always small; the data-bearing ones that move throughput are
+// large and keep streaming. Buffering a response this size costs one extra copy of at most
+// 256 KiB, well under a millisecond. A variable so tests can move it.
+var FetchBufferLimit int64 = 256 << 10
+
 // maxPooled keeps huge frames' buffers out of the pool.
 const maxPooled = 4 << 20
 
@@ -198,7 +207,7 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
 		}
 		total := int64(size) + 4
-		if p.Key == KeyFetch && p.Version >= 16 {
+		if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
 			n, err := StreamFetch(src, dst, p.Version, total, m)
 			if err != nil {
 				return err
@@ -244,9 +253,12 @@ func rewriteOne(src *bufio.Reader, dst *bufio.Writer, p Pending, total int, m Ad
 	var out []byte
 	var err error
 	n := 0
-	if p.Key == KeyApiVersions {
+	switch p.Key {
+	case KeyApiVersions:
 		out, err = RewriteApiVersions(append((*ob)[:0], 0, 0, 0, 0), p.Version, in[4:])
-	} else {
+	case KeyFetch:
+		out, n, err = RewriteFetch(append((*ob)[:0], 0, 0, 0, 0), p.Version, in[4:], m)
+	default:
 		out, n, err = RewriteResponse(append((*ob)[:0], 0, 0, 0, 0), p.Key, p.Version, in[4:], m)
 	}
 	if out != nil {

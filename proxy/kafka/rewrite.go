@@ -1,11 +1,26 @@
 // Package kafka holds the Kafka-protocol core of kafkalink-proxy: request framing, the
-// pending-request tracking, and the rewriting of the few responses that carry broker
-// addresses. It works on byte slices and buffered streams only; it owns no sockets.
+// pending-request tracking, and the rewriting of the responses that carry broker addresses. It
+// works on byte slices and buffered streams only; it owns no sockets.
 //
-// Only responses whose API key carries addresses are decoded (with franz-go's kmsg):
-// Metadata (3), FindCoordinator (10), DescribeCluster (60), Produce v10+ (0) and Fetch v16+
-// (1) node endpoints, ShareFetch (78) and ShareAcknowledge (79). ApiVersions (18) is
-// intersected with what kmsg can decode. Every other frame is copied through untouched.
+// Only responses whose API key carries addresses are decoded (with franz-go's kmsg); every
+// other frame is copied through untouched. No upstream address reaches a client:
+//
+//	response (key)                          host in it                 the proxy
+//	Metadata (3), DescribeCluster (60)      brokers                    rewrites (AddressMap)
+//	FindCoordinator (10)                    coordinators               rewrites (node id >= 0)
+//	Produce v10+ (0)                        NodeEndpoints              rewrites, exactly
+//	Fetch v16+ (1)                          NodeEndpoints              rewrites exactly up to FetchBufferLimit (RewriteFetch);
+//	                                                                   larger responses stream (StreamFetch)
+//	ShareFetch (78), ShareAcknowledge (79)  NodeEndpoints              rewrites
+//	DescribeQuorum v2+ (55)                 controller listeners       redacts (redact.go says why)
+//	DescribeConfigs (32)                    address configs' values    redacts (AddressConfig)
+//	Vote, Begin/EndQuorumEpoch,             leader endpoints           redacts
+//	  FetchSnapshot, UpdateRaftVoter
+//	DescribeGroups and other group          member ClientHost,         leaves: the proxy's own address, a Streams
+//	  describes, DescribeACLs, DeleteACLs     ACL hosts, UserEndpoint    app's endpoint, an ACL pattern
+//
+// ApiVersions (18) is intersected with what kmsg can decode. A test walks every kmsg response
+// type by reflection and fails on a host field this table does not place.
 package kafka
 
 import (
@@ -80,8 +95,11 @@ func Flexible(key, version int16) bool {
 // NeedsRewrite reports whether the response to key at version must be decoded and rewritten.
 func NeedsRewrite(key, version int16) bool {
 	switch key {
-	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions:
+	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions,
+		KeyDescribeConfigs, KeyVote, KeyBeginQuorumEpoch, KeyEndQuorumEpoch, KeyFetchSnapshot, KeyUpdateRaftVoter:
 		return true
+	case KeyDescribeQuorum:
+		return version >= 2
 	case KeyProduce:
 		return version >= 10
 	case KeyFetch:
@@ -188,6 +206,8 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 		for i := range r.NodeEndpoints {
 			rw(r.NodeEndpoints[i].NodeID, &r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port)
 		}
+	default:
+		n = redact(resp)
 	}
 	if n == 0 {
 		return nil, 0, nil

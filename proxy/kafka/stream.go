@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 )
 
 // Fetch responses are the bulk of a consumer's traffic and can be tens of MiB. Buffering one
@@ -16,6 +17,11 @@ import (
 // NodeEndpoints are rewritten in place and the difference is filled with a padding tag
 // that clients skip as unknown; when the rewritten endpoints do not fit, they are dropped
 // (clients then refresh metadata, as before KIP-951) but never leak an upstream address.
+//
+// That loss only touches large responses: one up to FetchBufferLimit is read whole and
+// rewritten exactly by RewriteFetch, whatever the host lengths. A leader change is answered
+// with partitions that carry an error and no records, so the responses with NodeEndpoints are
+// small unless other partitions of the same request bring much data at the same time.
 
 // PaddingTag is the tag number used to keep a rewritten tagged section at its original
 // length. It is far above any tag Kafka defines, so clients skip it as unknown.
@@ -71,36 +77,77 @@ func (w *walker) uvarint() uint64 {
 	return v
 }
 
+// cursor moves through a Fetch response body: walker streams it, sliceCursor scans a buffered
+// one. Both check every length against the bytes left.
+type cursor interface {
+	// advance moves over n bytes (copying them, for walker).
+	advance(n int64)
+	uvarint() uint64
+	remaining() int64
+	failed() bool
+	fail(err error)
+}
+
+func (w *walker) advance(n int64)  { w.copyN(n) }
+func (w *walker) remaining() int64 { return w.left }
+func (w *walker) failed() bool     { return w.err != nil }
+
 // array walks a compact array, calling elem for each element.
-func (w *walker) array(elem func()) {
-	n := w.uvarint()
+func array(c cursor, elem func()) {
+	n := c.uvarint()
 	if n == 0 { // null
 		return
 	}
-	if n-1 > uint64(w.left) { // every element takes at least one byte
-		w.fail(malformed("array of %d elements with %d bytes left", n-1, w.left))
+	if n-1 > uint64(c.remaining()) { // every element takes at least one byte
+		c.fail(malformed("array of %d elements with %d bytes left", n-1, c.remaining()))
 		return
 	}
-	for i := uint64(1); i < n && w.err == nil; i++ {
+	for i := uint64(1); i < n && !c.failed(); i++ {
 		elem()
 	}
 }
 
-func (w *walker) tags() {
-	n := w.uvarint()
-	if n > uint64(w.left) {
-		w.fail(malformed("%d tags with %d bytes left", n, w.left))
+func skipTagSection(c cursor) {
+	n := c.uvarint()
+	if n > uint64(c.remaining()) {
+		c.fail(malformed("%d tags with %d bytes left", n, c.remaining()))
 		return
 	}
-	for i := uint64(0); i < n && w.err == nil; i++ {
-		w.uvarint()
-		size := w.uvarint()
-		if size > uint64(w.left) {
-			w.fail(malformed("tag of %d bytes with %d left", size, w.left))
+	for i := uint64(0); i < n && !c.failed(); i++ {
+		c.uvarint()
+		size := c.uvarint()
+		if size > uint64(c.remaining()) {
+			c.fail(malformed("tag of %d bytes with %d left", size, c.remaining()))
 			return
 		}
-		w.copyN(int64(size))
+		c.advance(int64(size))
 	}
+}
+
+// walkFetchBody moves c from the throttle time of a flexible Fetch response (after the
+// response header) to its top-level tagged fields, the one place that knows the layout.
+func walkFetchBody(c cursor, version int16) {
+	c.advance(4 + 2 + 4) // throttle, error code, session id
+	array(c, func() {    // topics
+		if version >= 13 {
+			c.advance(16) // topic id
+		} else if l := c.uvarint(); l > 0 {
+			c.advance(int64(l - 1))
+		}
+		array(c, func() { // partitions
+			c.advance(4 + 2 + 8 + 8 + 8)
+			array(c, func() { // aborted transactions
+				c.advance(16)
+				skipTagSection(c)
+			})
+			c.advance(4)                 // preferred read replica
+			if l := c.uvarint(); l > 0 { // records
+				c.advance(int64(l - 1))
+			}
+			skipTagSection(c)
+		})
+		skipTagSection(c)
+	})
 }
 
 // StreamFetch copies one Fetch response frame (size included, total bytes long) of version
@@ -111,32 +158,9 @@ func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m
 		return 0, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
 	}
 	w := &walker{src: src, dst: dst, left: total}
-	w.copyN(8) // size, correlation id
-	w.tags()   // response header
-	w.copyN(4 + 2 + 4)
-	w.array(func() { // topics
-		if version >= 13 {
-			w.copyN(16) // topic id
-		} else {
-			l := w.uvarint()
-			if l > 0 {
-				w.copyN(int64(l - 1))
-			}
-		}
-		w.array(func() { // partitions
-			w.copyN(4 + 2 + 8 + 8 + 8)
-			w.array(func() { // aborted transactions
-				w.copyN(16)
-				w.tags()
-			})
-			w.copyN(4)                   // preferred read replica
-			if l := w.uvarint(); l > 0 { // records
-				w.copyN(int64(l - 1))
-			}
-			w.tags()
-		})
-		w.tags()
-	})
+	w.copyN(8)        // size, correlation id
+	skipTagSection(w) // response header
+	walkFetchBody(w, version)
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -158,6 +182,81 @@ func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m
 	}
 	_, err = dst.Write(out)
 	return n, err
+}
+
+// sliceCursor is a cursor over a buffered frame.
+type sliceCursor struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (s *sliceCursor) advance(n int64) {
+	if s.err == nil && (n < 0 || n > s.remaining()) {
+		s.fail(malformed("field of %d bytes with %d left in the frame", n, s.remaining()))
+	}
+	if s.err == nil {
+		s.off += int(n)
+	}
+}
+
+func (s *sliceCursor) uvarint() uint64 {
+	if s.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(s.b[s.off:])
+	if n <= 0 {
+		s.fail(malformed("bad varint"))
+		return 0
+	}
+	s.off += n
+	return v
+}
+
+func (s *sliceCursor) remaining() int64 { return int64(len(s.b) - s.off) }
+func (s *sliceCursor) failed() bool     { return s.err != nil }
+func (s *sliceCursor) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+// RewriteFetch rewrites the NodeEndpoints of a whole Fetch v16+ response frame (the bytes after
+// the size) exactly, whatever the length of the new host names, for responses small enough to
+// be buffered (FetchBufferLimit). It appends the new frame, without size, to dst and returns it
+// with the number of addresses rewritten; a nil slice means the frame carries no endpoints
+// and goes out unchanged. Only the top-level tagged section is decoded: records are copied
+// as bytes.
+func RewriteFetch(dst []byte, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
+	if version < 16 || version > MaxVersion(KeyFetch) {
+		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(KeyFetch), version)
+	}
+	c := &sliceCursor{b: frame}
+	c.advance(4) // correlation id
+	skipTagSection(c)
+	walkFetchBody(c, version)
+	if c.err != nil {
+		return nil, 0, c.err
+	}
+	tags, err := parseTags(frame[c.off:])
+	if err != nil {
+		return nil, 0, err
+	}
+	idx := slices.IndexFunc(tags, func(t tag) bool { return t.key == 0 })
+	if idx < 0 {
+		return nil, 0, nil
+	}
+	eps, n, err := rewriteEndpoints(tags[idx].data, m)
+	if err != nil {
+		return nil, 0, err
+	}
+	tags[idx].data = eps
+	dst = append(dst, frame[:c.off]...)
+	dst = binary.AppendUvarint(dst, uint64(len(tags)))
+	for _, t := range tags {
+		dst = appendTag(dst, t)
+	}
+	return dst, n, nil
 }
 
 type tag struct {

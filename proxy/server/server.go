@@ -57,6 +57,7 @@ type Options struct {
 type Server struct {
 	opts    Options
 	Metrics *Metrics
+	reload  *reloadState
 
 	mu        sync.Mutex
 	cfg       *config.Config
@@ -144,6 +145,7 @@ func New(opts Options) *Server {
 		opts.Listen = net.Listen
 	}
 	s := &Server{opts: opts, Metrics: NewMetrics(), listeners: map[string]*listenerRT{}, vcs: map[string]*vcState{}, conns: map[*proxyConn]struct{}{}}
+	s.reload = newReloadState(s.Metrics.Registry)
 	if _, err := rand.Read(s.ticketSecret[:]); err != nil {
 		panic(err) // crypto/rand does not fail on Linux
 	}
@@ -229,10 +231,26 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
+// reloadIfChanged applies the configuration file when it (or a file it names) changed. A file
+// this proxy cannot read (missing, invalid, or of a config version outside the skew policy in
+// package config) is logged once per change and reported by s.reload; the last good
+// configuration keeps serving and the proxy does not exit.
 func (s *Server) reloadIfChanged(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	cfg, fp, err := s.readConfig()
-	if fp == s.applied || (err != nil && fp == s.lastBad) {
+	if err != nil && fp == ([32]byte{}) {
+		// An unreadable file has no content to fingerprint: its error stands in, so a missing
+		// file is reported once, not never.
+		fp = sha256.Sum256([]byte(err.Error()))
+	}
+	if fp == s.applied {
+		if s.reload.clear() {
+			s.lastBad = [32]byte{}
+			logger.Info("Configuration file is back to the one served")
+		}
+		return
+	}
+	if err != nil && fp == s.lastBad {
 		return
 	}
 	if err == nil {
@@ -240,11 +258,13 @@ func (s *Server) reloadIfChanged(ctx context.Context) {
 	}
 	if err != nil {
 		s.lastBad = fp
+		s.reload.refuse(err)
 		s.Metrics.Reloads.WithLabelValues("error").Inc()
-		logger.Error(err, "Reload failed; still serving the previous configuration")
+		logger.Error(err, "Reload failed; still serving the previous configuration", "reason", rejectedReason(err))
 		return
 	}
 	s.applied = fp
+	s.reload.clear()
 	s.Metrics.Reloads.WithLabelValues("success").Inc()
 	logger.Info("Reloaded configuration and key material", "virtualClusters", len(cfg.VirtualClusters))
 }
@@ -546,6 +566,13 @@ func (s *Server) startManagement(ctx context.Context, m config.Management) error
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		// A refused configuration file does not make the proxy unready: it serves its last good
+		// configuration, and failing every replica's readiness over one bad ConfigMap would take
+		// the whole gateway out of service. The body says why the file is not applied.
+		if d := s.reload.detail(); d != "" {
+			_, _ = w.Write([]byte("ok\n" + d + "\n"))
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

@@ -1,0 +1,51 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// BenchmarkCopyFetchResponse relays one Fetch v16 response of each size, with and without
+// NodeEndpoints, through CopyResponses as the proxy does: buffered and rewritten whole up to
+// FetchBufferLimit, streamed above it. "streamed" forces streaming for every size, the
+// behaviour before FetchBufferLimit, for comparison.
+func BenchmarkCopyFetchResponse(b *testing.B) {
+	for _, size := range []int{4 << 10, 64 << 10, 250 << 10, 1 << 20, 8 << 20} {
+		for _, eps := range []bool{false, true} {
+			r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+			r.Topics[0].Partitions[0].RecordBatches = make([]byte, size)
+			if !eps {
+				r.Brokers = nil
+			}
+			frame := sized(frameResponse(r))
+			for _, mode := range []string{"proxy", "streamed"} {
+				b.Run(fmt.Sprintf("%dKiB/endpoints=%v/%s", size>>10, eps, mode), func(b *testing.B) {
+					if mode == "streamed" {
+						defer func(v int64) { FetchBufferLimit = v }(FetchBufferLimit)
+						FetchBufferLimit = 0
+					}
+					src := bytes.NewReader(frame)
+					br := bufio.NewReaderSize(src, 64<<10)
+					bw := bufio.NewWriterSize(io.Discard, 64<<10)
+					b.SetBytes(int64(len(frame)))
+					b.ReportAllocs()
+					for b.Loop() {
+						src.Reset(frame)
+						br.Reset(src)
+						pending := make(chan Pending, 1)
+						pending <- Pending{Key: KeyFetch, Version: 16, CorrelationID: 7}
+						close(pending)
+						if err := CopyResponses(br, bw, pending, 64<<20, testMap, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
