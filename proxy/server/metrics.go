@@ -100,6 +100,10 @@ func NewMetrics() *Metrics {
 		m.Rewrites, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit, m.Refusals, m.Panics, m.LoadErrors,
 		m.Requests, m.RequestDuration, m.NodeConnections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Reported as 0 from the start, so rate() sees the first refusal and dashboards have a series.
+	for _, r := range []string{refusedMaxConnections, refusedPerSource, refusedHandshakeRate, refusedDraining, refusedFirstRequest} {
+		m.Refusals.WithLabelValues(r)
+	}
 	return m
 }
 
@@ -176,6 +180,11 @@ func (m *Metrics) virtualCluster(name string) *vcMetrics {
 	if v == nil {
 		v = &vcMetrics{m: m, name: name}
 		m.vcs[name] = v
+		// The error series of a virtual cluster start at 0 with its first connection.
+		for _, r := range upstreamErrorReasons {
+			m.UpstreamErrors.WithLabelValues(name, r)
+		}
+		m.MalformedFrames.WithLabelValues(name)
 	}
 	return v
 }
@@ -204,4 +213,9 @@ func (m *Metrics) forgetVirtualCluster(name string) {
 	m.NodeConnections.DeletePartialMatch(vc)
 	m.Requests.DeletePartialMatch(vc)
 	m.RequestDuration.DeletePartialMatch(vc)
+	m.UpstreamErrors.DeletePartialMatch(vc)
+	m.MalformedFrames.DeletePartialMatch(vc)
 }
+
+// upstreamErrorReasons are the reason values of kafkalink_proxy_upstream_errors_total.
+var upstreamErrorReasons = []string{"dial", "unknown_broker", "relay"}
