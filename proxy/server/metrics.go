@@ -104,6 +104,8 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{refusedMaxConnections, refusedPerSource, refusedHandshakeRate, refusedDraining, refusedFirstRequest} {
 		m.Refusals.WithLabelValues(r)
 	}
+	m.Reloads.WithLabelValues("success")
+	m.Reloads.WithLabelValues("error")
 	return m
 }
 
