@@ -65,6 +65,7 @@ verify: ## Fail when generated code is stale, go.mod untidy, Go files not gofmt'
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	bash hack/vulncheck.sh
 	@bash hack/verify-manifests.sh
+	bash hack/verify-monitoring.sh
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^generated/')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/pkg/logging"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/version"
 )
@@ -19,9 +20,13 @@ import (
 func main() {
 	var opts operator.Options
 	opts.AddFlags(flag.CommandLine)
-	klog.InitFlags(flag.CommandLine)
+	logConfig := logging.AddFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if err := logging.Apply(logConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if *showVersion {
 		fmt.Println(version.String("kafkalink-operator"))
 		return

@@ -18,6 +18,7 @@ import (
 	_ "golang.org/x/crypto/x509roots/fallback"
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/pkg/logging"
 	"github.com/kafkalink/kafkalink/pkg/version"
 	"github.com/kafkalink/kafkalink/proxy/server"
 )
@@ -43,7 +44,7 @@ func (r *remapFlag) Set(v string) error {
 }
 
 func main() {
-	klog.InitFlags(nil)
+	logConfig := logging.AddFlags(flag.CommandLine)
 	var remaps remapFlag
 	configPath := flag.String("config", "/opt/kafkalink/config/proxy-config.yaml", "proxy configuration file (reloaded on change)")
 	flag.Var(&remaps, "remap-path", "rewrite a path prefix in the configuration, FROM=TO; repeatable (test runners lay mounted Secrets out elsewhere)")
@@ -51,6 +52,10 @@ func main() {
 	bind := flag.String("bind-address", "", "bind every listener and the management port to this address instead of the configured one (test runners use 127.0.0.1)")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if err := logging.Apply(logConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if *showVersion {
 		fmt.Println(version.String("kafkalink-proxy"))
 		return

@@ -51,6 +51,7 @@ type Controller struct {
 // New makes a controller whose queue is named name (the name labels the work-queue metrics).
 func New(name string, sync SyncFunc) *Controller {
 	reconcilePanics.WithLabelValues(name) // reported as 0 until one happens
+	reconcileErrors.WithLabelValues(name, ReasonOther)
 	return &Controller{
 		name: name,
 		sync: sync,
@@ -176,6 +177,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	logger := klog.FromContext(ctx).WithValues("key", key)
 	err := c.safeSync(klog.NewContext(ctx, logger), key)
+	if err != nil {
+		countError(c.name, err)
+	}
 	switch {
 	case err == nil:
 		c.queue.Forget(key)

@@ -296,6 +296,7 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 			controllers = append(controllers, c)
 		}
 	}
+	controller.SetConditionSources(conditionSources(allInformers)...)
 	// Informers run on every replica, so a standby's caches are warm when it takes over and its
 	// readiness means the same as the leader's.
 	informerCtx, stopInformers := context.WithCancel(ctx)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -18,12 +19,21 @@ type Pending struct {
 	CorrelationID int32
 	// Local, when set, is a complete response frame to write instead of reading one upstream.
 	Local []byte
+	// Received is when the proxy read the request's header (Nanotime), set when CopyRequests
+	// has Stats: the response's latency is measured from it.
+	Received int64
 }
 
-// Stats receives per-frame counts; it is called from the relay goroutines.
+// Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
+// implementations must be cheap (observe.go).
 type Stats interface {
 	// Rewrote counts addresses rewritten in one response of key.
 	Rewrote(key int16, n int)
+	// Requested counts one request of key read from the client.
+	Requested(key int16)
+	// Responded counts one response of key that has left the proxy for the client, d after
+	// its request was read.
+	Responded(key int16, d time.Duration)
 }
 
 // ErrSaslHandshakeV0 is returned for SaslHandshake v0, after which SASL tokens flow without
@@ -38,8 +48,8 @@ const peekLimit = 64 << 10
 // forwarding it; Produce with acks=0 gets no response and is not queued, so nothing leaks.
 // An ApiVersions request newer than the proxy's is answered locally and not forwarded.
 // beforeRead, if set, runs before each blocking read (idle deadlines, drain checks).
-// CopyRequests closes pending when it returns.
-func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error) (err error) {
+// CopyRequests closes pending when it returns. stats, if set, counts every request.
+func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats) (err error) {
 	defer close(pending)
 	for {
 		if src.Buffered() == 0 {
@@ -70,13 +80,18 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 		version := int16(binary.BigEndian.Uint16(hdr[6:]))
 		corr := int32(binary.BigEndian.Uint32(hdr[8:]))
 		total := int64(size) + 4
+		var received int64
+		if stats != nil {
+			received = Nanotime()
+			stats.Requested(key)
+		}
 
 		switch {
 		case key == KeyApiVersions && version > MaxVersion(KeyApiVersions):
 			if _, err := src.Discard(int(total)); err != nil {
 				return err
 			}
-			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Local: UnsupportedApiVersions(corr)}
+			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Local: UnsupportedApiVersions(corr), Received: received}
 			continue
 		case key == KeySaslHandshake && version == 0:
 			return ErrSaslHandshakeV0
@@ -104,7 +119,7 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 			respond = acks != 0
 		}
 		if respond {
-			pending <- Pending{Key: key, Version: version, CorrelationID: corr}
+			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Received: received}
 		}
 		if err := passThrough(dst, src, total); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -164,32 +179,39 @@ const maxPooled = 4 << 20
 // CopyResponses relays response frames from the broker (src) to the client (dst), one per
 // Pending in order, checking correlation ids. Responses that carry addresses are read whole,
 // rewritten with m and re-framed; all others are copied through in chunks. It returns nil
-// when pending is closed and drained.
+// when pending is closed and drained. stats, if set, times every response until it has left.
 func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats) error {
+	clock := responseClock{dst: dst, stats: stats}
 	for {
 		var p Pending
 		var ok bool
 		select {
 		case p, ok = <-pending:
 		default:
-			if err := dst.Flush(); err != nil {
+			if err := clock.flush(); err != nil {
 				return err
 			}
 			p, ok = <-pending
 		}
 		if !ok {
-			return dst.Flush()
+			return clock.flush()
 		}
 		if p.Local != nil {
+			if err := clock.add(p); err != nil {
+				return err
+			}
 			if _, err := dst.Write(p.Local); err != nil {
 				return err
 			}
 			continue
 		}
 		if src.Buffered() == 0 {
-			if err := dst.Flush(); err != nil {
+			if err := clock.flush(); err != nil {
 				return err
 			}
+		}
+		if err := clock.add(p); err != nil {
+			return err
 		}
 		hdr, err := src.Peek(8)
 		if err != nil {

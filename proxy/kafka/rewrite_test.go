@@ -309,7 +309,7 @@ func TestAcksZeroProduceIsNotTracked(t *testing.T) {
 	stream = append(stream, f.AppendRequest(nil, md, 100)...)
 	pending := make(chan Pending, 200)
 	var out bytes.Buffer
-	err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil)
+	err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil, nil)
 	if err != io.EOF {
 		t.Fatalf("err = %v", err)
 	}
@@ -332,7 +332,7 @@ func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
 	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(KeyApiVersions)+1))
 	pending := make(chan Pending, 2)
 	var out bytes.Buffer
-	if err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil); err != io.EOF {
+	if err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil, nil); err != io.EOF {
 		t.Fatal(err)
 	}
 	if out.Len() != 0 {

@@ -232,6 +232,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	s.Metrics.ConnectionsTotal.WithLabelValues(vc).Inc()
 	active := s.Metrics.ConnectionsActive.WithLabelValues(vc)
 	active.Inc()
+	defer s.Metrics.connectionOpened(vc, nodeID)()
 	defer func() {
 		active.Dec()
 		s.mu.Lock()
@@ -265,6 +266,7 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
 	vc := route.cfg.Name
+	stats := s.Metrics.virtualCluster(vc)
 	l := route.listener
 	port := func(int32) int32 { return route.cfg.Port(&l) }
 	if !l.TLS() {
@@ -282,7 +284,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			}
 		}()
 		err = kafka.CopyRequests(bufio.NewReaderSize(&prefixReader{prefix: first, r: cc}, bufSize),
-			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead)
+			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead, stats)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -304,7 +306,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(newDeadlineWriter(cc, pc.client, wt), bufSize),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), rewriteStats{m: s.Metrics, vc: vc})
+			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats)
 	}()
 	pc.closeNow()
 	go func() {

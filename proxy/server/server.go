@@ -445,7 +445,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	}
 	for name := range s.vcs {
 		if vcs[name] == nil {
-			s.Metrics.ConnectionsActive.DeleteLabelValues(name)
+			s.Metrics.forgetVirtualCluster(name)
 		}
 	}
 	if s.cfg != nil && s.cfg.Management != cfg.Management {

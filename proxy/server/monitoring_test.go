@@ -1,0 +1,114 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafkalink/kafkalink/internal/monitoringpack"
+)
+
+// TestProxyExposesEveryMetricOfTheMonitoringPack scrapes a proxy that relayed real traffic and
+// refused one TLS handshake, and finds there every proxy metric that manifests/monitoring's rules
+// and dashboards name (read from those files), and the per-request metrics with sensible values.
+func TestProxyExposesEveryMetricOfTheMonitoringPack(t *testing.T) {
+	packDir, err := monitoringpack.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := monitoringpack.Metrics(packDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var proxyNames []string
+	for _, n := range names {
+		if strings.HasPrefix(n, monitoringpack.ProxyPrefix) {
+			proxyNames = append(proxyNames, n)
+		}
+	}
+	if len(proxyNames) == 0 {
+		t.Fatal("the pack names no proxy metric")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	pki := newPKI(t)
+	kc := fakeKafka(t, nil, "")
+	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
+		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
+	p := startProxy(t, writeConfig(t, dir, pc))
+	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
+	produceConsume(t, ctx, opts, "metrics", 50)
+	if c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: "nope.kafka.test", InsecureSkipVerify: true}); err == nil {
+		c.Close()
+		t.Fatal("unknown SNI accepted")
+	}
+
+	url := "http://" + p.srv.ManagementAddr().String() + "/metrics"
+	var exposition string
+	var missing []string
+	// The handshake failure is counted once the proxy's side of the handshake ends, which can be
+	// after the client saw it: wait, bounded.
+	for range 250 {
+		exposition = httpGet(t, url)
+		if missing = monitoringpack.Missing(exposition, proxyNames); len(missing) == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(missing) > 0 {
+		t.Fatalf("the proxy does not expose %v, which the monitoring pack uses:\n%s", missing, exposition)
+	}
+
+	for _, want := range []string{
+		`kafkalink_proxy_requests_total{api="Produce",direction="in",virtual_cluster="a"}`,
+		`kafkalink_proxy_requests_total{api="Produce",direction="out",virtual_cluster="a"}`,
+		`kafkalink_proxy_requests_total{api="Metadata",direction="in",virtual_cluster="a"}`,
+		`kafkalink_proxy_request_duration_seconds_count{api="Produce",virtual_cluster="a"}`,
+		`kafkalink_proxy_node_connections_active{node_id="bootstrap",virtual_cluster="a"}`,
+		`kafkalink_proxy_node_connections_active{node_id="0",virtual_cluster="a"}`,
+		`kafkalink_proxy_upstream_errors_total{reason="unknown_broker",virtual_cluster="a"} 0`,
+	} {
+		if !strings.Contains(exposition, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// Every response answers one request, and each was timed.
+	in, out := sample(t, exposition, `kafkalink_proxy_requests_total{api="Produce",direction="in",virtual_cluster="a"}`),
+		sample(t, exposition, `kafkalink_proxy_requests_total{api="Produce",direction="out",virtual_cluster="a"}`)
+	timed := sample(t, exposition, `kafkalink_proxy_request_duration_seconds_count{api="Produce",virtual_cluster="a"}`)
+	if in == 0 || out != in || timed != out {
+		t.Errorf("Produce requests in %v, responses out %v, timed %v: want equal and non-zero (acks=all)", in, out, timed)
+	}
+}
+
+func sample(t *testing.T, exposition, series string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no sample %s", series)
+	return 0
+}
+
+// BenchmarkFrameStats is the metrics cost of one relayed request and its response.
+func BenchmarkFrameStats(b *testing.B) {
+	m := NewMetrics()
+	v := m.virtualCluster("a")
+	b.ReportAllocs()
+	for b.Loop() {
+		v.Requested(0)
+		v.Responded(0, time.Millisecond)
+	}
+}
