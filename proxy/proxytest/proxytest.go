@@ -29,12 +29,15 @@ func BigFetch(topic string, partitions int32) *kmsg.FetchRequest {
 	return f
 }
 
-// FillTopic writes about 4 MiB into topic, directly to the cluster at seed.
+// FillTopic writes about 4 MiB into topic, directly to the cluster at seed, spread round-robin
+// over the topic's partitions: a fetch through one broker then always finds data in the
+// partitions that broker leads (with the default sticky partitioner all 8 records could land on
+// partitions led by other brokers, and BigFetch got only small error answers).
 func FillTopic(t testing.TB, seed, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(2<<20))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic(topic), kgo.ProducerBatchMaxBytes(2<<20), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
