@@ -30,9 +30,7 @@ func BigFetch(topic string, partitions int32) *kmsg.FetchRequest {
 }
 
 // FillTopic writes about 4 MiB into topic, directly to the cluster at seed, spread round-robin
-// over the topic's partitions: a fetch through one broker then always finds data in the
-// partitions that broker leads (with the default sticky partitioner all 8 records could land on
-// partitions led by other brokers, and BigFetch got only small error answers).
+// over the topic's partitions, so every partition BigFetch asks for holds data.
 func FillTopic(t testing.TB, seed, topic string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
