@@ -114,15 +114,12 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
 	}
 	if inf := gw.Spec.Infrastructure; inf != nil && inf.ParametersRef != nil {
-		o, err := c.params.ByNamespace(ns).Get(inf.ParametersRef.Name)
+		p, err := c.params.KafkaGatewayParameters(ns).Get(inf.ParametersRef.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 		if err == nil {
-			var p kroxyliciousv1alpha1.KafkaGatewayParameters
-			if err := fromUnstructured(o, &p); err == nil {
-				s.Parameters = &p
-			}
+			s.Parameters = p
 		}
 	}
 	var err error
@@ -226,11 +223,7 @@ func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 
 // secretReferenced reports whether a gateway or a policy names Secret namespace/name.
 func (c *Controller) secretReferenced(key string) bool {
-	if objs, err := c.gatewayIdx.ByIndex(indexGatewaySecret, key); err == nil && len(objs) > 0 {
-		return true
-	}
-	objs, err := c.policyIdx.ByIndex(indexPolicySecret, key)
-	return err == nil && len(objs) > 0
+	return controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key)
 }
 
 func fromUnstructured(o any, into any) error {
@@ -588,13 +581,8 @@ func (c *Controller) writePolicyStatus(ctx context.Context, namespace, gw string
 func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
 	c.waiters.set(key, nil)
 	now := metav1.NewTime(c.clock.Now())
-	routes, err := c.routeIdx.ByIndex(indexRouteGateway, key.Name)
-	if err != nil {
-		return err
-	}
-	for _, o := range routes {
-		r, ok := o.(*kroxyliciousv1alpha1.KafkaRoute)
-		if !ok || r.Namespace != key.Namespace {
+	for _, r := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaRoute](c.routeIdx, indexRouteGateway, key.Name) {
+		if r.Namespace != key.Namespace {
 			continue
 		}
 		if err := c.writeRouteStatus(ctx, key.Namespace, key.Name, r.Name, nil, now); err != nil {
