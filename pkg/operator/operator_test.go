@@ -14,10 +14,10 @@ func TestHealthHandler(t *testing.T) {
 		wantCode       int
 		wantBody       string
 	}{
-		"readyz fails until the caches have synced":     {"/readyz", false, false, http.StatusServiceUnavailable, "informer caches not synced"},
+		"readyz fails until the caches have synced":      {"/readyz", false, false, http.StatusServiceUnavailable, "informer caches not synced"},
 		"readyz says a synced standby is not the leader": {"/readyz", true, false, http.StatusOK, "ok (leader: false)"},
 		"readyz says a synced leader leads":              {"/readyz", true, true, http.StatusOK, "ok (leader: true)"},
-		"healthz without leader election is ok":         {"/healthz", false, false, http.StatusOK, "ok"},
+		"healthz without leader election is ok":          {"/healthz", false, false, http.StatusOK, "ok"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
