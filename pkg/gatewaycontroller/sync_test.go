@@ -60,8 +60,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{
-		t:         t,
-		kube:      kubefake.NewClientset(),
+		t:    t,
+		kube: kubefake.NewClientset(),
 		// The field-managed tracker of NewClientset does not know CRDs; status updates need only
 		// the plain one.
 		kafkalink: kafkalinkfake.NewSimpleClientset(),
