@@ -6,7 +6,9 @@
 // the pure package binding. Strimzi's Kafka and KafkaUser are read through dynamic informers of
 // whichever version the API server serves (kafka.strimzi.io/v1 or v1beta2), and their CRDs may
 // arrive after the operator started; see strimzi.go. Connections that name a KafkaRoute are bound
-// through the gateway; see route.go.
+// through the gateway: route.go wires what they read, route_gather.go gathers it for one
+// connection, and sync hands it to binding.BuildRoute, as it hands a Strimzi connection's gather to
+// binding.Build.
 package bindingcontroller
 
 import (

@@ -70,7 +70,7 @@ func New(name string, sync SyncFunc) *Controller {
 	}
 }
 
-// Name is the controller's name.
+// Name is the controller's queue name.
 func (c *Controller) Name() string { return c.name }
 
 // WaitFor adds informers whose caches must sync before the workers start.
@@ -205,6 +205,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // errPanic marks a sync that panicked; the panic is logged where it is recovered.
 type errPanic struct{ value any }
 
+// Error says that the sync panicked, and with what.
 func (e errPanic) Error() string { return fmt.Sprintf("sync panicked: %v", e.value) }
 
 // safeSync runs the sync function and turns a panic into an error, after logging it with its key

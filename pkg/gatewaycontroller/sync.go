@@ -41,6 +41,13 @@ const (
 	EventRestored = "Restored"
 )
 
+// sync reconciles one KafkaGateway (the controller.SyncFunc): gather a snapshot from the caches,
+// translate it (again, knowing them, when desired names are held by objects the gateway does not
+// control), apply the generated objects and prune the rest (or, while the translation holds,
+// prune only Secret copies whose grant was withdrawn), then write the status of the gateway, its
+// routes and its policies. A deleted gateway's entries are removed from route and policy status
+// (forget); the garbage collector removes its objects through their owner references. User errors
+// end in status; API errors return for a retry.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
 	gw, err := c.gateways.KafkaGateways(key.Namespace).Get(key.Name)
@@ -433,6 +440,11 @@ func changedToBad(old, desired []metav1.Condition) []metav1.Condition {
 	return out
 }
 
+// writeStatus writes the translation's status: the gateway's (conditions and listener conditions
+// merged with the old ones, so unchanged conditions keep their lastTransitionTime; updated only
+// when it differs), then this gateway's entries in its routes' and policies' status. It records a
+// Warning event for each condition that just turned bad, and a Normal one when the gateway becomes
+// Programmed; an unchanged status is silent.
 func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
 	now := metav1.NewTime(c.clock.Now())
 	st := res.GatewayStatus

@@ -49,22 +49,39 @@ import (
 )
 
 // Options are the operator's settings, bound to command-line flags by AddFlags.
+//
+// Each field is the flag of the same name in AddFlags, which says what it does and its default.
 type Options struct {
-	Kubeconfig              string
-	KubeAPIQPS              float64
-	KubeAPIBurst            int
-	WatchNamespaces         []string
-	MetricsAddress          string
-	HealthAddress           string
-	LeaderElect             bool
+	// Kubeconfig is --kubeconfig.
+	Kubeconfig string
+	// KubeAPIQPS is --kube-api-qps.
+	KubeAPIQPS float64
+	// KubeAPIBurst is --kube-api-burst.
+	KubeAPIBurst int
+	// WatchNamespaces is --watch-namespaces; empty for all.
+	WatchNamespaces []string
+	// MetricsAddress is --metrics-address; empty disables /metrics.
+	MetricsAddress string
+	// HealthAddress is --health-address.
+	HealthAddress string
+	// LeaderElect is --leader-elect.
+	LeaderElect bool
+	// LeaderElectionNamespace is --leader-election-namespace.
 	LeaderElectionNamespace string
-	LeaderElectionID        string
-	LeaseDuration           time.Duration
-	RenewDeadline           time.Duration
-	RetryPeriod             time.Duration
-	Workers                 int
-	ClusterDomain           string
-	ProxyImage              string
+	// LeaderElectionID is --leader-election-id, the Lease's name.
+	LeaderElectionID string
+	// LeaseDuration is --leader-election-lease-duration.
+	LeaseDuration time.Duration
+	// RenewDeadline is --leader-election-renew-deadline.
+	RenewDeadline time.Duration
+	// RetryPeriod is --leader-election-retry-period.
+	RetryPeriod time.Duration
+	// Workers is --workers, per controller.
+	Workers int
+	// ClusterDomain is --cluster-domain.
+	ClusterDomain string
+	// ProxyImage is --proxy-image.
+	ProxyImage string
 	// ProxyFilterTypes are the KafkaFilter types the proxy image implements. kafkalink-proxy
 	// implements none; a different proxy image may.
 	ProxyFilterTypes []string
@@ -121,11 +138,17 @@ func commaList(dst *[]string) func(string) error {
 
 // Clients are the API clients controllers use.
 type Clients struct {
-	Config    *rest.Config
-	Kube      kubernetes.Interface
+	// Config is the configuration every client was built from.
+	Config *rest.Config
+	// Kube is the client of the built-in kinds.
+	Kube kubernetes.Interface
+	// KafkaLink is the client of kafkalink's own kinds.
 	KafkaLink kafkalinkclient.Interface
-	Gateway   gatewayclient.Interface
-	Dynamic   dynamic.Interface
+	// Gateway is the client of Gateway API's kinds.
+	Gateway gatewayclient.Interface
+	// Dynamic serves the optional APIs and the generated objects' server-side applies.
+	Dynamic dynamic.Interface
+	// Discovery tells which optional APIs the cluster serves.
 	Discovery discovery.DiscoveryInterface
 }
 
@@ -201,10 +224,14 @@ func (i Informers) shutdown() {
 // Env is what a controller constructor gets: clients, the informers of one watched namespace,
 // an event recorder and the options.
 type Env struct {
-	Clients   Clients
+	// Clients are the API clients.
+	Clients Clients
+	// Informers are the shared informers of the controller's watched namespace.
 	Informers Informers
-	Recorder  record.EventRecorder
-	Options   Options
+	// Recorder records events on the controller's objects.
+	Recorder record.EventRecorder
+	// Options are the operator's settings.
+	Options Options
 }
 
 // NewControllerFunc builds a controller for one watched namespace. It registers its informers and
