@@ -395,12 +395,9 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 			if kind == gateway.KindTLSRoute {
 				o = c.tlsRoutes
 			}
-			if store := o.Indexer(); store != nil {
-				list, _ := store.ByIndex(cache.NamespaceIndex, gw.Namespace)
-				for _, x := range list {
-					if m, err := meta.Accessor(x); err == nil && selector.Matches(labels.Set(m.GetLabels())) {
-						objs = append(objs, m)
-					}
+			for _, m := range controller.ByIndex[metav1.Object](o.Indexer(), cache.NamespaceIndex, gw.Namespace) {
+				if selector.Matches(labels.Set(m.GetLabels())) {
+					objs = append(objs, m)
 				}
 			}
 		}
