@@ -15,6 +15,10 @@ LDFLAGS := -s -w -X github.com/kafkalink/kafkalink/pkg/version.Version=$(VERSION
 # already set (binaries built elsewhere, which the clean-clone test reuses), else built or reused
 # by hack/build-controlplane.sh.
 CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1)}
+# The packages whose tests run goroutines (work queues, informers, the proxy's connections) run
+# under the race detector in test-unit; it needs cgo and a C compiler (hack/install-deps.sh).
+MODULE := github.com/kafkalink/kafkalink
+RACE_PACKAGES ?= pkg/controller pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
 
 .PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata help
 
@@ -31,8 +35,9 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager 
 
 test: verify test-unit test-integration fuzz ## Everything CI runs.
 
-test-unit: ## Pure packages, the proxy with kfake, the image builder, and all that needs no control plane.
-	$(GO) test -short -count=1 ./...
+test-unit: ## Pure packages, the proxy with kfake, the image builder, and all that needs no control plane; RACE_PACKAGES under -race.
+	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v -x -F $(foreach p,$(RACE_PACKAGES),-e $(MODULE)/$(p)))
+	CGO_ENABLED=1 $(GO) test -race -short -count=1 $(addprefix ./,$(RACE_PACKAGES))
 	cd hack/image && $(GO) test -count=1 ./...
 
 test-integration: controlplane ## Control-plane tests: real kube-apiserver, etcd and kube-controller-manager.

@@ -6,7 +6,9 @@
 // the pure package binding. Strimzi's Kafka and KafkaUser are read through dynamic informers of
 // whichever version the API server serves (kafka.strimzi.io/v1 or v1beta2), and their CRDs may
 // arrive after the operator started; see strimzi.go. Connections that name a KafkaRoute are bound
-// through the gateway; see route.go.
+// through the gateway: route.go wires what they read, route_gather.go gathers it for one
+// connection, and sync hands it to binding.BuildRoute, as it hands a Strimzi connection's gather to
+// binding.Build.
 package bindingcontroller
 
 import (
@@ -35,8 +37,9 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 )
 
-// ControllerName names the work queue and the controller in logs and metrics.
-const ControllerName = "kafkaconnection"
+// QueueName names the controller's work queue, its metrics and log lines, and its indexes
+// (controller.IndexName).
+const QueueName = "kafkaconnection"
 
 // Labels of the binding Secrets. The controller watches only Secrets that carry LabelBinding, so
 // its cache holds its own Secrets and not every Secret of the cluster.
@@ -50,18 +53,18 @@ const (
 )
 
 // Indexes of the KafkaConnection informer: they map a changed dependency back to the connections
-// that read it.
-const (
+// that read it. Named by controller.IndexName for their values.
+var (
 	// indexKafka: namespace/name of the Kafka a connection names. The cluster CA Secret of a Kafka
 	// maps through it too, since its name derives from the Kafka's.
-	indexKafka = "kafkalink.io/kafka"
+	indexKafka = controller.IndexName(QueueName, "kafka")
 	// indexUser: namespace/name of the KafkaUser a connection names.
-	indexUser = "kafkalink.io/user"
+	indexUser = controller.IndexName(QueueName, "user")
 	// indexGrantNamespace: the namespace of a cross-namespace KafkaUser, where a ReferenceGrant
 	// must allow the reference.
-	indexGrantNamespace = "kafkalink.io/grant-namespace"
+	indexGrantNamespace = controller.IndexName(QueueName, "user-namespace")
 	// indexUserSecret (on the KafkaUser informer): namespace/name of the user's credentials Secret.
-	indexUserSecret = "kafkalink.io/user-secret"
+	indexUserSecret = controller.IndexName(QueueName, "user-secret")
 )
 
 // ConditionReady is the KafkaConnection's only condition type.
@@ -105,7 +108,7 @@ type reconciler struct {
 // creates and starts its own filtered Secret informers and, once Strimzi's CRDs are served, the
 // Kafka and KafkaUser informers; all of these stop when ctx ends.
 func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
-	logger := klog.FromContext(ctx).WithValues("controller", ControllerName, "namespace", env.Informers.Namespace)
+	logger := klog.FromContext(ctx).WithValues("controller", QueueName, "namespace", env.Informers.Namespace)
 	ctx = klog.NewContext(ctx, logger)
 
 	kube, kl := env.Clients.Kube, env.Clients.KafkaLink
@@ -147,7 +150,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		recorder: env.Recorder,
 		clock:    clock.RealClock{},
 	}
-	c := controller.New(ControllerName, r.sync)
+	c := controller.New(QueueName, r.sync)
 
 	enqueueAll := func() {
 		// An optional API just became readable: every connection may change.
@@ -158,15 +161,15 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	var err error
 	r.strimzi, err = newStrimziWatch(env.Clients.Dynamic, env.Clients.Discovery, ns, enqueueAll, func(kind string) cache.ResourceEventHandler {
 		if kind == strimzi.KindKafka {
-			return controller.MapHandler(r.connectionsForKafka, c)
+			return controller.MapHandler(r.kafkaToConnections, c)
 		}
-		return controller.MapHandler(r.connectionsForUser, c)
+		return controller.MapHandler(r.userToConnections, c)
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.strimzi.start(ctx)
-	if err := grants.AddEventHandler(controller.MapHandler(r.connectionsForGrant, c)); err != nil {
+	if err := grants.AddEventHandler(controller.MapHandler(r.grantToConnections, c)); err != nil {
 		return nil, err
 	}
 	grants.OnServed(enqueueAll)
@@ -176,8 +179,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		handler  cache.ResourceEventHandler
 	}{
 		{connInformer.Informer(), c.Handler()},
-		{sourceInformer, controller.MapHandler(r.connectionsForSourceSecret, c)},
-		{bindingInformer, controller.MapHandler(connectionForBindingSecret, c)},
+		{sourceInformer, controller.MapHandler(r.sourceSecretToConnections, c)},
+		{bindingInformer, controller.MapHandler(bindingSecretToConnection, c)},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
 			return nil, err
@@ -294,7 +297,11 @@ func (r *reconciler) byIndex(index, value string) []cache.ObjectName {
 	return controller.KeysByIndex(r.connIndex, index, value)
 }
 
-func (r *reconciler) connectionsForKafka(obj any) []cache.ObjectName {
+// Mappers (controller.MapFunc, named <source>ToConnections): each returns the connections an
+// object's change concerns.
+
+// kafkaToConnections maps a Strimzi Kafka to the connections that name it.
+func (r *reconciler) kafkaToConnections(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -302,7 +309,8 @@ func (r *reconciler) connectionsForKafka(obj any) []cache.ObjectName {
 	return r.byIndex(indexKafka, cache.NewObjectName(m.GetNamespace(), m.GetName()).String())
 }
 
-func (r *reconciler) connectionsForUser(obj any) []cache.ObjectName {
+// userToConnections maps a Strimzi KafkaUser to the connections that name it.
+func (r *reconciler) userToConnections(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -310,7 +318,8 @@ func (r *reconciler) connectionsForUser(obj any) []cache.ObjectName {
 	return r.byIndex(indexUser, cache.NewObjectName(m.GetNamespace(), m.GetName()).String())
 }
 
-func (r *reconciler) connectionsForGrant(obj any) []cache.ObjectName {
+// grantToConnections maps a ReferenceGrant to the connections whose KafkaUser is in its namespace.
+func (r *reconciler) grantToConnections(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -318,9 +327,9 @@ func (r *reconciler) connectionsForGrant(obj any) []cache.ObjectName {
 	return r.byIndex(indexGrantNamespace, m.GetNamespace())
 }
 
-// connectionsForSourceSecret maps a Strimzi Secret to the connections that read it: as the cluster
+// sourceSecretToConnections maps a Strimzi Secret to the connections that read it: as the cluster
 // CA of a Kafka, and as the credentials of any KafkaUser whose status names it.
-func (r *reconciler) connectionsForSourceSecret(obj any) []cache.ObjectName {
+func (r *reconciler) sourceSecretToConnections(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -335,9 +344,9 @@ func (r *reconciler) connectionsForSourceSecret(obj any) []cache.ObjectName {
 	return keys
 }
 
-// connectionForBindingSecret maps a binding Secret to the KafkaConnection controlling it, so a
+// bindingSecretToConnection maps a binding Secret to the KafkaConnection controlling it, so a
 // deleted or hand-edited Secret is restored.
-func connectionForBindingSecret(obj any) []cache.ObjectName {
+func bindingSecretToConnection(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
@@ -17,28 +16,30 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
-	"github.com/kafkalink/kafkalink/pkg/strimzi"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
 )
 
+// Connections that name a KafkaRoute: route.go wires what they read (indexes, informers, mappers),
+// gatherRoute (route_gather.go) reads it for one connection, and binding.BuildRoute decides.
+
 // Indexes for connections that name a KafkaRoute. The connection indexes live on the
-// KafkaConnection informer; the others on the shared KafkaRoute and KafkaGateway informers, under
-// names of their own so they never clash with the gateway controller's.
-const (
+// KafkaConnection informer; the others on the shared KafkaRoute and KafkaGateway informers, where
+// the queue name in controller.IndexName keeps them apart from the gateway controller's.
+var (
 	// indexRoute (connections): namespace/name of the KafkaRoute a connection names.
-	indexRoute = "kafkalink.io/route"
+	indexRoute = controller.IndexName(QueueName, "route")
 	// indexRouteCASecret (connections): namespace/name of spec.kafka.caSecret.
-	indexRouteCASecret = "kafkalink.io/route-ca-secret"
+	indexRouteCASecret = controller.IndexName(QueueName, "route-ca-secret")
 	// indexRouteGrantNamespace (connections): the namespace of a cross-namespace KafkaRoute, where
 	// a ReferenceGrant must allow the reference.
-	indexRouteGrantNamespace = "kafkalink.io/route-grant-namespace"
+	indexRouteGrantNamespace = controller.IndexName(QueueName, "route-namespace")
 	// indexRouteGateway (routes): namespace/name of each KafkaGateway a route's parentRefs name.
-	indexRouteGateway = "binding:route-gateway"
+	indexRouteGateway = controller.IndexName(QueueName, "gateway")
 	// indexGatewayCertificate (gateways): namespace/name of each listener certificate Secret.
-	indexGatewayCertificate = "binding:gateway-certificate"
+	indexGatewayCertificate = controller.IndexName(QueueName, "certificate")
 	// indexGatewayParameters (gateways): namespace/name of the KafkaGatewayParameters it names.
-	indexGatewayParameters = "binding:gateway-parameters"
+	indexGatewayParameters = controller.IndexName(QueueName, "parameters")
 )
 
 // kindKafkaRoute and groupKroxylicious are what a ReferenceGrant names to let connections of
@@ -102,11 +103,11 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 		informer cache.SharedIndexInformer
 		mapper   controller.MapFunc
 	}{
-		{routeInf.Informer(), func(obj any) []cache.ObjectName { return r.connectionsForRoutes(objectKeys(obj)) }},
-		{gwInf.Informer(), r.connectionsForGateway},
-		{paramsInf.Informer(), r.connectionsForParameters},
-		{secretInf, r.connectionsForCertificateSecret},
-		{nil, r.connectionsForRouteGrant}, // on the shared optional ReferenceGrant informer
+		{routeInf.Informer(), r.routeToConnections},
+		{gwInf.Informer(), r.gatewayToConnections},
+		{paramsInf.Informer(), r.parametersToConnections},
+		{secretInf, r.certificateSecretToConnections},
+		{nil, r.routeGrantToConnections}, // on the shared optional ReferenceGrant informer
 	} {
 		var err error
 		if reg.informer == nil {
@@ -217,15 +218,8 @@ func indexGatewayByParameters(obj any) ([]string, error) {
 	return nil, nil
 }
 
-// objectKeys is the key of an informer object or tombstone, as a one-element list.
-func objectKeys(obj any) []cache.ObjectName { return controller.KeyOf(obj) }
-
-// keysByIndex lists the namespace/name keys of the objects of an indexer under one value.
-func keysByIndex(idx cache.Indexer, index, value string) []cache.ObjectName {
-	return controller.KeysByIndex(idx, index, value)
-}
-
-func (r *reconciler) connectionsForRoutes(routes []cache.ObjectName) []cache.ObjectName {
+// routesToConnections lists the connections that name any of the routes.
+func (r *reconciler) routesToConnections(routes []cache.ObjectName) []cache.ObjectName {
 	var keys []cache.ObjectName
 	for _, rk := range routes {
 		keys = append(keys, r.byIndex(indexRoute, rk.String())...)
@@ -233,38 +227,49 @@ func (r *reconciler) connectionsForRoutes(routes []cache.ObjectName) []cache.Obj
 	return keys
 }
 
-func (r *reconciler) connectionsForGateways(gateways []cache.ObjectName) []cache.ObjectName {
+// gatewaysToConnections lists the connections whose route attaches to any of the gateways.
+func (r *reconciler) gatewaysToConnections(gateways []cache.ObjectName) []cache.ObjectName {
 	var keys []cache.ObjectName
 	for _, gk := range gateways {
-		keys = append(keys, r.connectionsForRoutes(keysByIndex(r.route.routeIdx, indexRouteGateway, gk.String()))...)
+		keys = append(keys, r.routesToConnections(controller.KeysByIndex(r.route.routeIdx, indexRouteGateway, gk.String()))...)
 	}
 	return keys
 }
 
-func (r *reconciler) connectionsForGateway(obj any) []cache.ObjectName {
-	return r.connectionsForGateways(objectKeys(obj))
+// routeToConnections maps a KafkaRoute to the connections that name it.
+func (r *reconciler) routeToConnections(obj any) []cache.ObjectName {
+	return r.routesToConnections(controller.KeyOf(obj))
 }
 
-func (r *reconciler) connectionsForParameters(obj any) []cache.ObjectName {
+// gatewayToConnections maps a KafkaGateway to the connections of the routes attached to it.
+func (r *reconciler) gatewayToConnections(obj any) []cache.ObjectName {
+	return r.gatewaysToConnections(controller.KeyOf(obj))
+}
+
+// parametersToConnections maps a KafkaGatewayParameters to the connections of the routes attached
+// to the gateways that name it.
+func (r *reconciler) parametersToConnections(obj any) []cache.ObjectName {
 	var keys []cache.ObjectName
-	for _, pk := range objectKeys(obj) {
-		keys = append(keys, r.connectionsForGateways(keysByIndex(r.route.gatewayIdx, indexGatewayParameters, pk.String()))...)
+	for _, pk := range controller.KeyOf(obj) {
+		keys = append(keys, r.gatewaysToConnections(controller.KeysByIndex(r.route.gatewayIdx, indexGatewayParameters, pk.String()))...)
 	}
 	return keys
 }
 
-// connectionsForCertificateSecret maps a Secret to the route connections that read it: as their
+// certificateSecretToConnections maps a Secret to the route connections that read it: as their
 // spec.kafka.caSecret, or as a listener certificate of a gateway their route attaches to.
-func (r *reconciler) connectionsForCertificateSecret(obj any) []cache.ObjectName {
+func (r *reconciler) certificateSecretToConnections(obj any) []cache.ObjectName {
 	var keys []cache.ObjectName
-	for _, sk := range objectKeys(obj) {
+	for _, sk := range controller.KeyOf(obj) {
 		keys = append(keys, r.byIndex(indexRouteCASecret, sk.String())...)
-		keys = append(keys, r.connectionsForGateways(keysByIndex(r.route.gatewayIdx, indexGatewayCertificate, sk.String()))...)
+		keys = append(keys, r.gatewaysToConnections(controller.KeysByIndex(r.route.gatewayIdx, indexGatewayCertificate, sk.String()))...)
 	}
 	return keys
 }
 
-func (r *reconciler) connectionsForRouteGrant(obj any) []cache.ObjectName {
+// routeGrantToConnections maps a ReferenceGrant to the connections whose KafkaRoute is in its
+// namespace, and to those of routes attached to gateways using certificates from its namespace.
+func (r *reconciler) routeGrantToConnections(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -284,124 +289,5 @@ func (r *reconciler) connectionsForRouteGrant(obj any) []cache.ObjectName {
 			}
 		}
 	}
-	return append(keys, r.connectionsForGateways(gateways)...)
-}
-
-// gatewayMayUseSecret applies binding.GatewayMayUseSecret with the ReferenceGrants of the
-// Secret's namespace.
-func (r *reconciler) gatewayMayUseSecret(gw *kroxyliciousv1alpha1.KafkaGateway, key string) bool {
-	var grants []*gatewayv1beta1.ReferenceGrant
-	if ns, _, ok := strings.Cut(key, "/"); ok && ns != gw.Namespace {
-		grants = r.grantsIn(ns)
-	}
-	return binding.GatewayMayUseSecret(gw, key, grants)
-}
-
-// buildRoute computes the binding of a connection that names a KafkaRoute. wait is true when
-// nothing can be said yet (Strimzi's informers are still syncing for a connection with a user);
-// they enqueue every connection once synced.
-func (r *reconciler) buildRoute(conn *kafkav1beta2.KafkaConnection) (res binding.Result, failure *binding.Failure, wait bool) {
-	rk := kafkaKey(conn)
-	in := binding.RouteInput{
-		RouteKey:      rk.String(),
-		Gateways:      map[string]*kroxyliciousv1alpha1.KafkaGateway{},
-		Parameters:    map[string]*kroxyliciousv1alpha1.KafkaGatewayParameters{},
-		Secrets:       map[string]*binding.SecretData{},
-		ClusterDomain: r.route.clusterDomain,
-		StoreFormats:  conn.Spec.StoreFormats,
-		Cache:         r.cache,
-	}
-	if l := conn.Spec.Kafka.Listener; l != nil {
-		in.RequestedListener = l.Name
-	}
-	in.RequestedHostname = conn.Spec.Kafka.Hostname
-	if s := conn.Spec.Kafka.CASecret; s != nil {
-		in.CASecretName = s.Name
-	}
-	if rk.Namespace != conn.Namespace && !r.routePermitted(conn, rk) {
-		// Checked first, so a connection learns nothing about a namespace it may not use.
-		return res, &binding.Failure{Reason: binding.ReasonRefNotPermitted, Message: fmt.Sprintf(
-			"KafkaRoute %s is in another namespace and no ReferenceGrant in namespace %s allows KafkaConnections (group %s) from namespace %s to it",
-			rk, rk.Namespace, kafkav1beta2.SchemeGroupVersion.Group, conn.Namespace) + r.grantAPIMissing()}, false
-	}
-
-	if _, named := userKey(conn); named {
-		switch r.strimzi.state() {
-		case strimziStarting:
-			return res, nil, true
-		case strimziMissing:
-			return res, &binding.Failure{Reason: binding.ReasonStrimziNotInstalled,
-				Message: "the connection names a KafkaUser and the cluster serves no Strimzi KafkaUser API (kafka.strimzi.io/v1 or v1beta2): install Strimzi's CRDs"}, false
-		}
-		user, userSecret, f := r.gatherUser(conn)
-		if f != nil {
-			return res, f, false
-		}
-		in.User, in.UserSecret = user, userSecret
-	}
-
-	route, err := r.route.routes.KafkaRoutes(rk.Namespace).Get(rk.Name)
-	if err == nil {
-		in.Route = route
-		for _, name := range gatewaymodel.ParentGateways(route) {
-			gw, err := r.route.gateways.KafkaGateways(rk.Namespace).Get(name)
-			if err != nil {
-				continue
-			}
-			in.Gateways[name] = gw
-			if p := gatewaymodel.ParametersName(gw); p != "" {
-				if params, err := r.route.params.KafkaGatewayParameters(rk.Namespace).Get(p); err == nil {
-					in.Parameters[p] = params
-				}
-			}
-			for _, key := range binding.CertificateSecrets(gw) {
-				if r.gatewayMayUseSecret(gw, key) {
-					r.route.addSecret(in.Secrets, key)
-				}
-			}
-		}
-	}
-	if in.CASecretName != "" {
-		r.route.addSecret(in.Secrets, cache.NewObjectName(rk.Namespace, in.CASecretName).String())
-	}
-
-	res, failure = binding.BuildRoute(in)
-	if failure != nil && failure.Reason == binding.ReasonUserSecretMissing {
-		failure = &binding.Failure{Reason: failure.Reason, Message: failure.Message + fmt.Sprintf(" (kafkalink reads Secrets labelled %s)", strimzi.LabelCluster)}
-	}
-	return res, failure, false
-}
-
-// addSecret puts the cached Secret namespace/name into secrets when it exists.
-func (w *routeWatch) addSecret(secrets map[string]*binding.SecretData, key string) {
-	name, err := cache.ParseObjectName(key)
-	if err != nil {
-		return
-	}
-	s, err := w.secrets.Secrets(name.Namespace).Get(name.Name)
-	if err != nil {
-		// Not found (or not cached): the pure core reports the missing Secret.
-		return
-	}
-	secrets[key] = &binding.SecretData{Name: key, Data: s.Data}
-}
-
-// routePermitted reports whether a ReferenceGrant in the route's namespace lets KafkaConnections
-// of the connection's namespace refer to the KafkaRoute.
-func (r *reconciler) routePermitted(conn *kafkav1beta2.KafkaConnection, rk cache.ObjectName) bool {
-	for _, g := range r.grantsIn(rk.Namespace) {
-		if grantAllowsRoute(g, conn.Namespace, rk.Name) {
-			return true
-		}
-	}
-	return false
-}
-
-func grantAllowsRoute(g *gatewayv1beta1.ReferenceGrant, fromNamespace, routeName string) bool {
-	return gatewaymodel.Granted([]*gatewayv1beta1.ReferenceGrant{g}, connectionFrom(fromNamespace), gatewaymodel.To{Group: groupKroxylicious, Kind: kindKafkaRoute, Namespace: g.Namespace, Name: routeName})
-}
-
-// connectionFrom is the referring side of a KafkaConnection's cross-namespace reference.
-func connectionFrom(namespace string) gatewaymodel.From {
-	return gatewaymodel.From{Group: kafkav1beta2.SchemeGroupVersion.Group, Kind: kafkaConnectionKind, Namespace: namespace}
+	return append(keys, r.gatewaysToConnections(gateways)...)
 }

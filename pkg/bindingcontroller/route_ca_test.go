@@ -81,8 +81,11 @@ func TestRouteCAOnlyFromSecretsTheGatewayMayUse(t *testing.T) {
 		}
 		conn := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "c"},
 			Spec: kafkav1beta2.KafkaConnectionSpec{Kafka: kafkav1beta2.KafkaReference{Kind: "KafkaRoute", Name: "r"}}}
-		res, f, _ := r.buildRoute(conn)
-		return res, f
+		in, f, _ := r.gatherRoute(conn)
+		if f != nil {
+			return binding.Result{}, f
+		}
+		return binding.BuildRoute(in)
 	}
 
 	res, withSecret := build(true, false)

@@ -117,16 +117,16 @@ func TestRouteDependenciesMapToTheirConnections(t *testing.T) {
 		got  []cache.ObjectName
 		want []string
 	}{
-		"the route":                         {r.connectionsForRoutes([]cache.ObjectName{cache.NewObjectName("apps", "my-route")}), onRoute},
-		"the gateway":                       {r.connectionsForGateway(objAt("apps", "simple")), onRoute},
-		"the gateway's parameters":          {r.connectionsForParameters(objAt("apps", "params")), onRoute},
-		"the listener's certificate Secret": {r.connectionsForCertificateSecret(objAt("apps", "my-cert")), onRoute},
-		"a connection's CA Secret":          {r.connectionsForCertificateSecret(objAt("apps", "custom-ca")), []string{"apps/via-route-own-ca"}},
-		"a grant in the route's namespace":  {r.connectionsForRouteGrant(objAt("apps", "any")), []string{"other/cross"}},
-		"an unrelated Secret":               {r.connectionsForCertificateSecret(objAt("apps", "unrelated")), []string{}},
-		"a gateway in another namespace":    {r.connectionsForGateway(objAt("other", "simple")), []string{}},
+		"the route":                         {r.routesToConnections([]cache.ObjectName{cache.NewObjectName("apps", "my-route")}), onRoute},
+		"the gateway":                       {r.gatewayToConnections(objAt("apps", "simple")), onRoute},
+		"the gateway's parameters":          {r.parametersToConnections(objAt("apps", "params")), onRoute},
+		"the listener's certificate Secret": {r.certificateSecretToConnections(objAt("apps", "my-cert")), onRoute},
+		"a connection's CA Secret":          {r.certificateSecretToConnections(objAt("apps", "custom-ca")), []string{"apps/via-route-own-ca"}},
+		"a grant in the route's namespace":  {r.routeGrantToConnections(objAt("apps", "any")), []string{"other/cross"}},
+		"an unrelated Secret":               {r.certificateSecretToConnections(objAt("apps", "unrelated")), []string{}},
+		"a gateway in another namespace":    {r.gatewayToConnections(objAt("other", "simple")), []string{}},
 		"a deleted gateway (tombstone)": {
-			r.connectionsForGateway(cache.DeletedFinalStateUnknown{Key: "apps/simple", Obj: &kroxyliciousv1alpha1.KafkaGateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "simple"}}}),
+			r.gatewayToConnections(cache.DeletedFinalStateUnknown{Key: "apps/simple", Obj: &kroxyliciousv1alpha1.KafkaGateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "simple"}}}),
 			onRoute,
 		},
 	}

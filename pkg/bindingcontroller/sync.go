@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -47,11 +48,16 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 	var failure *binding.Failure
 	switch conn.Spec.Kafka.Kind {
 	case kafkav1beta2.KindKafkaRoute:
-		// Through a gateway: see route.go.
-		var wait bool
-		if res, failure, wait = r.buildRoute(conn); wait {
+		// Through a gateway: see route.go and route_gather.go.
+		in, f, wait := r.gatherRoute(conn)
+		if wait {
 			logger.V(4).Info("Waiting for the Strimzi informers")
 			return nil
+		}
+		failure = f
+		if failure == nil {
+			res, failure = binding.BuildRoute(in)
+			failure = explainUserSecret(failure)
 		}
 	case "", kafkav1beta2.KindKafka:
 		state := r.strimzi.state()
@@ -184,10 +190,17 @@ func (r *reconciler) explain(f *binding.Failure, in binding.Input, conn *kafkav1
 		kk := kafkaKey(conn)
 		return &binding.Failure{Reason: f.Reason, Message: fmt.Sprintf("Secret %s/%s does not exist%s",
 			kk.Namespace, strimzi.ClusterCASecretName(kk.Name), hint)}
-	case f.Reason == binding.ReasonUserSecretMissing:
-		return &binding.Failure{Reason: f.Reason, Message: f.Message + hint}
 	}
-	return f
+	return explainUserSecret(f)
+}
+
+// explainUserSecret adds to a missing user Secret that kafkalink only sees Secrets carrying
+// Strimzi's cluster label.
+func explainUserSecret(f *binding.Failure) *binding.Failure {
+	if f == nil || f.Reason != binding.ReasonUserSecretMissing {
+		return f
+	}
+	return &binding.Failure{Reason: f.Reason, Message: f.Message + fmt.Sprintf(" (kafkalink reads Secrets labelled %s)", strimzi.LabelCluster)}
 }
 
 // permitted reports whether a ReferenceGrant in the user's namespace lets KafkaConnections of the
@@ -355,13 +368,9 @@ func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failu
 	return st
 }
 
+// readyCondition is the status's Ready condition, nil when it has none.
 func readyCondition(st *kafkav1beta2.KafkaConnectionStatus) *metav1.Condition {
-	for i := range st.Conditions {
-		if st.Conditions[i].Type == ConditionReady {
-			return &st.Conditions[i]
-		}
-	}
-	return nil
+	return meta.FindStatusCondition(st.Conditions, ConditionReady)
 }
 
 // sameStatus compares what kafkalink writes, ignoring lastTransitionTime.

@@ -150,7 +150,7 @@ func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
 func TestBindingSecretMapsToItsController(t *testing.T) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "kafka.strimzi.io/v1beta2", Kind: "KafkaConnection", Name: "owner", Controller: ptr(true)}}}}
-	if got := connectionForBindingSecret(s); len(got) != 1 || got[0].Name != "owner" || got[0].Namespace != "ns" {
+	if got := bindingSecretToConnection(s); len(got) != 1 || got[0].Name != "owner" || got[0].Namespace != "ns" {
 		t.Errorf("keys = %v", got)
 	}
 }

@@ -1,12 +1,21 @@
 // Package controller is the worker loop every kafkalink controller shares: a named, typed,
-// rate-limited work queue of object names, a sync function per key, and the rules for errors
-// (CONVENTIONS.md): success forgets the key, a conflict requeues quietly, any other error is
+// rate-limited work queue of object names, a sync function per key, and the rules for errors:
+// success forgets the key, a conflict requeues quietly, any other error is
 // logged and retried with backoff, and a panic in a sync is recovered, logged with its key,
 // counted (kafkalink_reconcile_panics_total) and retried with backoff like an error, so one bad
 // object never crash-loops the operator.
 //
-// It also holds what both controllers share: tombstone unwrapping, index lookups and condition
-// merging (helpers.go), and OptionalInformer (optional.go) for the APIs a cluster may not serve.
+// It also holds what both controllers share: tombstone unwrapping (Unwrap, MetaOf, KeyOf), index
+// names and lookups (IndexName, ByIndex, KeysByIndex, HasIndexed), condition merging
+// (MergeConditions) in helpers.go, and OptionalInformer (optional.go) for the APIs a cluster may
+// not serve. Controllers use these and keep no copies of their own.
+//
+// Names: a controller's queue name (the argument of New) names its work queue, its metrics
+// labels, its log lines and its indexes (IndexName). It is not the Gateway API controller name
+// that kafkalink writes into route and policy status (gateway.ControllerName).
+//
+// Mappers (MapFunc) are named <source>To<targets>, such as routeToGateways: the kind of the
+// changed object and the keys of the objects that depend on it.
 //
 // Required and optional APIs: kafkalink's own CRDs are required; the operator's readiness waits
 // for their informers. Strimzi's Kafka and KafkaUser, Gateway API's ReferenceGrant and TLSRoute
@@ -62,7 +71,7 @@ func New(name string, sync SyncFunc) *Controller {
 	}
 }
 
-// Name is the controller's name.
+// Name is the controller's queue name.
 func (c *Controller) Name() string { return c.name }
 
 // WaitFor adds informers whose caches must sync before the workers start.
@@ -200,6 +209,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 // errPanic marks a sync that panicked; the panic is logged where it is recovered.
 type errPanic struct{ value any }
 
+// Error says that the sync panicked, and with what.
 func (e errPanic) Error() string { return fmt.Sprintf("sync panicked: %v", e.value) }
 
 // safeSync runs the sync function and turns a panic into an error, after logging it with its key

@@ -53,6 +53,20 @@ func ByIndex[T any](idx cache.Indexer, index, value string) []T {
 	return out
 }
 
+// HasIndexed reports whether an indexer holds any object under one index value.
+func HasIndexed(idx cache.Indexer, index, value string) bool {
+	if idx == nil {
+		return false
+	}
+	keys, err := idx.IndexKeys(index, value)
+	return err == nil && len(keys) > 0
+}
+
+// IndexName is the name of an index a controller adds to a shared informer: the controller's
+// queue name, a colon, and what the index values are, such as "gateway:secret". The queue name
+// keeps the indexes of controllers that share an informer apart.
+func IndexName(queue, values string) string { return queue + ":" + values }
+
 // KeysByIndex returns the namespace/name keys of the objects an indexer holds under one value.
 func KeysByIndex(idx cache.Indexer, index, value string) []cache.ObjectName {
 	objs := ByIndex[metav1.Object](idx, index, value)

@@ -78,30 +78,44 @@ func RegisterMetrics() {
 	})
 }
 
+// queueMetrics is the work-queue metrics provider: one series per queue name of each metric.
 type queueMetrics struct {
 	depth, unfinished, longest *prometheus.GaugeVec
 	adds, retries              *prometheus.CounterVec
 	latency, workDuration      *prometheus.HistogramVec
 }
 
+// NewDepthMetric is the depth gauge of the queue name.
 func (m *queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
 	return m.depth.WithLabelValues(name)
 }
+
+// NewAddsMetric is the adds counter of the queue name.
 func (m *queueMetrics) NewAddsMetric(name string) workqueue.CounterMetric {
 	return m.adds.WithLabelValues(name)
 }
+
+// NewLatencyMetric is the queue-latency histogram of the queue name.
 func (m *queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
 	return m.latency.WithLabelValues(name)
 }
+
+// NewWorkDurationMetric is the work-duration histogram of the queue name.
 func (m *queueMetrics) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
 	return m.workDuration.WithLabelValues(name)
 }
+
+// NewUnfinishedWorkSecondsMetric is the unfinished-work gauge of the queue name.
 func (m *queueMetrics) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return m.unfinished.WithLabelValues(name)
 }
+
+// NewLongestRunningProcessorSecondsMetric is the longest-running-processor gauge of the queue name.
 func (m *queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
 	return m.longest.WithLabelValues(name)
 }
+
+// NewRetriesMetric is the retries counter of the queue name.
 func (m *queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return m.retries.WithLabelValues(name)
 }

@@ -35,7 +35,9 @@ type OptionalConfig struct {
 	GVRs []schema.GroupVersionResource
 	// Namespace limits the informer to one namespace; "" for all.
 	Namespace string
-	Dynamic   dynamic.Interface
+	// Dynamic is the client the informer lists and watches with.
+	Dynamic dynamic.Interface
+	// Discovery tells which of GVRs the cluster serves.
 	Discovery discovery.DiscoveryInterface
 	// Indexers are added to the informer; a namespace index is always present.
 	Indexers cache.Indexers
@@ -276,5 +278,8 @@ type staticInformer struct {
 	indexer cache.Indexer
 }
 
+// GetIndexer is the fixed cache.
 func (s staticInformer) GetIndexer() cache.Indexer { return s.indexer }
-func (s staticInformer) HasSynced() bool           { return true }
+
+// HasSynced is always true: the cache is filled before use.
+func (s staticInformer) HasSynced() bool { return true }

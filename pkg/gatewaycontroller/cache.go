@@ -7,12 +7,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 )
 
@@ -111,10 +110,7 @@ func (d *secretData) forget(key types.NamespacedName) {
 
 // onDelete drops the values of a deleted Secret.
 func (d *secretData) onDelete(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if m, err := meta.Accessor(obj); err == nil {
+	if m, ok := controller.MetaOf(obj); ok {
 		d.forget(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
 	}
 }

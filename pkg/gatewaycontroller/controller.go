@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,18 +30,27 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/operator"
 )
 
-// Name is the controller's name, which also names its work queue.
-const Name = "gateway"
+// QueueName names the controller's work queue, its metrics and log lines, and its indexes. The
+// Gateway API controller name kafkalink writes into status is gateway.ControllerName.
+const QueueName = "gateway"
 
-// Index names on the shared informers; prefixed, as other controllers share the informers.
-const (
-	indexGatewaySecret = "gateway:secret"  // KafkaGateway -> namespace/name of Secrets it names
-	indexGatewayParams = "gateway:params"  // KafkaGateway -> its KafkaGatewayParameters name
-	indexRouteGateway  = "gateway:gateway" // KafkaRoute -> names of KafkaGateways it attaches to
-	indexRouteBackend  = "gateway:backend" // KafkaRoute -> namespace/name of its backend Services
-	indexRouteFilter   = "gateway:filter"  // KafkaRoute -> names of its KafkaFilters
-	indexFilterSecret  = "gateway:secret"  // KafkaFilter -> names of Secrets its placeholders name
-	indexPolicySecret  = "gateway:secret"  // KafkaBackendTLSPolicy -> namespace/name of its CA Secrets
+// Index names on the shared informers (controller.IndexName: the queue name keeps them apart from
+// other controllers' indexes on the same informers). Each is named for its values.
+var (
+	// On KafkaGateways: namespace/name of each Secret the gateway names.
+	indexGatewaySecret = controller.IndexName(QueueName, "secret")
+	// On KafkaGateways: namespace/name of its KafkaGatewayParameters.
+	indexGatewayParams = controller.IndexName(QueueName, "parameters")
+	// On KafkaRoutes: names of the KafkaGateways (in the route's namespace) it attaches to.
+	indexRouteGateway = controller.IndexName(QueueName, "gateway")
+	// On KafkaRoutes: namespace/name of its backend Services.
+	indexRouteBackend = controller.IndexName(QueueName, "backend")
+	// On KafkaRoutes: namespace/name of its KafkaFilters.
+	indexRouteFilter = controller.IndexName(QueueName, "filter")
+	// On KafkaFilters: namespace/name of the Secrets its placeholders name.
+	indexFilterSecret = controller.IndexName(QueueName, "secret")
+	// On KafkaBackendTLSPolicies: namespace/name of its CA Secrets.
+	indexPolicySecret = controller.IndexName(QueueName, "secret")
 )
 
 // Resources of the generated kinds.
@@ -54,7 +62,6 @@ var (
 	gvrPDB        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
-	gvrParams     = schema.GroupVersionResource{Group: gatewaymodel.Group, Version: "v1alpha1", Resource: "kafkagatewayparameters"}
 	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute, gateway.KindPodDisruptionBudget: gvrPDB}
 )
 
@@ -67,7 +74,7 @@ type Controller struct {
 
 	gateways    kroxyliciouslisters.KafkaGatewayLister
 	gatewayIdx  cache.Indexer
-	params      cache.GenericLister
+	params      kroxyliciouslisters.KafkaGatewayParametersLister
 	routes      kroxyliciouslisters.KafkaRouteLister
 	routeIdx    cache.Indexer
 	policies    kroxyliciouslisters.KafkaBackendTLSPolicyLister
@@ -94,7 +101,7 @@ type Controller struct {
 // informers and event handlers. Register it in cmd/kafkalink-operator/controllers.go.
 func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
 	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic, waiters: newNameWaiters()}
-	c.ctrl = controller.New(Name, c.sync)
+	c.ctrl = controller.New(QueueName, c.sync)
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	kube := env.Informers.Kube
 
@@ -114,10 +121,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	if err := filterInf.Informer().AddIndexers(cache.Indexers{indexFilterSecret: filterSecrets}); err != nil {
 		return nil, err
 	}
-	// The generated typed client for KafkaGatewayParameters names the resource
-	// "kafkagatewayparameterses", which the CRD does not serve; read it through a dynamic
-	// informer on the CRD's real plural instead.
-	paramsInf := env.Informers.Dynamic.ForResource(gvrParams)
+	// The shared typed informer, which the binding controller reads too: one per process.
+	paramsInf := kl.KafkaGatewayParameters()
 	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
 	pdbInf := kube.Policy().V1().PodDisruptionBudgets()
@@ -143,16 +148,16 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		informer cache.SharedIndexInformer
 		mapper   controller.MapFunc
 	}{
-		{gwInf.Informer(), c.self},
+		{gwInf.Informer(), controller.KeyOf},
 		{routeInf.Informer(), c.routeToGateways},
-		{paramsInf.Informer(), c.paramsToGateways},
+		{paramsInf.Informer(), c.parametersToGateways},
 		{policyInf.Informer(), c.policyToGateways},
 		{filterInf.Informer(), c.filterToGateways},
 		{secretInf.Informer(), c.secretToGateways},
 		{svcInf.Informer(), c.serviceToGateways},
-		{cmInf.Informer(), c.generatedKind(gateway.KindConfigMap)},
-		{depInf.Informer(), c.generatedKind(gateway.KindDeployment)},
-		{pdbInf.Informer(), c.generatedKind(gateway.KindPodDisruptionBudget)},
+		{cmInf.Informer(), c.generatedToGateways(gateway.KindConfigMap)},
+		{depInf.Informer(), c.generatedToGateways(gateway.KindDeployment)},
+		{pdbInf.Informer(), c.generatedToGateways(gateway.KindPodDisruptionBudget)},
 	}
 	for _, h := range handlers {
 		if _, err := h.informer.AddEventHandler(controller.MapHandler(h.mapper, c.ctrl)); err != nil {
@@ -175,15 +180,15 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		informer *controller.OptionalInformer
 		mapper   controller.MapFunc
 	}{
-		{c.osRoutes, c.generatedKind(gateway.KindRoute)},
-		{c.tlsRoutes, c.generatedKind(gateway.KindTLSRoute)},
-		{c.grants, c.allGateways},
+		{c.osRoutes, c.generatedToGateways(gateway.KindRoute)},
+		{c.tlsRoutes, c.generatedToGateways(gateway.KindTLSRoute)},
+		{c.grants, c.grantToGateways},
 	} {
 		if err := o.informer.AddEventHandler(controller.MapHandler(o.mapper, c.ctrl)); err != nil {
 			return nil, err
 		}
 		o.informer.OnServed(func() {
-			for _, key := range c.allGateways(nil) {
+			for _, key := range c.allGateways() {
 				c.ctrl.Enqueue(key)
 			}
 		})
@@ -223,11 +228,15 @@ func (c *Controller) noteMissingGrantAPI(res *gateway.Result) {
 	}
 }
 
-// Mappers: each returns the gateways an object's change concerns.
+// Mappers (controller.MapFunc, named <source>ToGateways): each returns the gateways an object's
+// change concerns. A gateway maps to itself with controller.KeyOf.
 
-func (c *Controller) self(obj any) []cache.ObjectName { return controller.KeyOf(obj) }
+// grantToGateways maps a ReferenceGrant to every gateway: a grant may allow or withdraw a
+// reference from any namespace, and gateways are few.
+func (c *Controller) grantToGateways(any) []cache.ObjectName { return c.allGateways() }
 
-func (c *Controller) allGateways(any) []cache.ObjectName {
+// allGateways lists the keys of every cached gateway.
+func (c *Controller) allGateways() []cache.ObjectName {
 	list, err := c.gateways.List(labels.Everything())
 	if err != nil {
 		return nil
@@ -241,8 +250,8 @@ func (c *Controller) allGateways(any) []cache.ObjectName {
 
 // ownerGateway maps a generated object to the KafkaGateway that controls it.
 func ownerGateway(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(controller.Unwrap(obj))
-	if err != nil {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
 		return nil
 	}
 	ref := metav1.GetControllerOf(m)
@@ -252,6 +261,7 @@ func ownerGateway(obj any) []cache.ObjectName {
 	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: ref.Name}}
 }
 
+// routeToGateways maps a route to the gateways it attaches to or whose status it carries.
 func (c *Controller) routeToGateways(obj any) []cache.ObjectName {
 	r, ok := controller.Unwrap(obj).(*kroxyliciousv1alpha1.KafkaRoute)
 	if !ok {
@@ -265,16 +275,13 @@ func (c *Controller) routeToGateways(obj any) []cache.ObjectName {
 	return keys
 }
 
-func (c *Controller) paramsToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(controller.Unwrap(obj))
-	if err != nil {
+// parametersToGateways maps a KafkaGatewayParameters to the gateways that name it.
+func (c *Controller) parametersToGateways(obj any) []cache.ObjectName {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
 		return nil
 	}
-	return c.gatewaysByIndex(indexGatewayParams, m.GetNamespace()+"/"+m.GetName())
-}
-
-func (c *Controller) gatewaysByIndex(index, value string) []cache.ObjectName {
-	return controller.KeysByIndex(c.gatewayIdx, index, value)
+	return controller.KeysByIndex(c.gatewayIdx, indexGatewayParams, m.GetNamespace()+"/"+m.GetName())
 }
 
 // routesByIndex maps routes found through an index to their gateways.
@@ -286,6 +293,8 @@ func (c *Controller) routesByIndex(index, value string) []cache.ObjectName {
 	return keys
 }
 
+// policyToGateways maps a KafkaBackendTLSPolicy to the gateways of the routes whose backends it
+// targets, and to the gateways its status lists.
 func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
 	p, ok := controller.Unwrap(obj).(*kroxyliciousv1alpha1.KafkaBackendTLSPolicy)
 	if !ok {
@@ -305,40 +314,39 @@ func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
 	return keys
 }
 
+// filterToGateways maps a KafkaFilter to the gateways of the routes that use it.
 func (c *Controller) filterToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(controller.Unwrap(obj))
-	if err != nil {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
 		return nil
 	}
 	return c.routesByIndex(indexRouteFilter, m.GetNamespace()+"/"+m.GetName())
 }
 
+// secretToGateways maps a Secret to the gateways that name it, generated it or wait for its name,
+// and to the gateways of the routes whose filters or backend policies name it.
 func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(controller.Unwrap(obj))
-	if err != nil {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
 		return nil
 	}
 	key := m.GetNamespace() + "/" + m.GetName()
-	keys := c.gatewaysByIndex(indexGatewaySecret, key)
+	keys := controller.KeysByIndex(c.gatewayIdx, indexGatewaySecret, key)
 	keys = append(keys, c.ownerOrWaiting(gateway.KindSecret, obj)...)
-	if objs, err := c.filterIdx.ByIndex(indexFilterSecret, key); err == nil {
-		for _, f := range objs {
-			if fm, err := meta.Accessor(f); err == nil {
-				keys = append(keys, c.routesByIndex(indexRouteFilter, fm.GetNamespace()+"/"+fm.GetName())...)
-			}
-		}
+	for _, f := range controller.KeysByIndex(c.filterIdx, indexFilterSecret, key) {
+		keys = append(keys, c.routesByIndex(indexRouteFilter, f.String())...)
 	}
-	if objs, err := c.policyIdx.ByIndex(indexPolicySecret, key); err == nil {
-		for _, p := range objs {
-			keys = append(keys, c.policyToGateways(p)...)
-		}
+	for _, p := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaBackendTLSPolicy](c.policyIdx, indexPolicySecret, key) {
+		keys = append(keys, c.policyToGateways(p)...)
 	}
 	return keys
 }
 
+// serviceToGateways maps a Service to the gateway that generated it or waits for its name, and to
+// the gateways of the routes that use it as a backend.
 func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
-	m, err := meta.Accessor(controller.Unwrap(obj))
-	if err != nil {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
 		return nil
 	}
 	keys := c.ownerOrWaiting(gateway.KindService, obj)

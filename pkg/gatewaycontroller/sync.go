@@ -42,6 +42,13 @@ const (
 	EventRestored = "Restored"
 )
 
+// sync reconciles one KafkaGateway (the controller.SyncFunc): gather a snapshot from the caches,
+// translate it (again, knowing them, when desired names are held by objects the gateway does not
+// control), apply the generated objects and prune the rest (or, while the translation holds,
+// prune only Secret copies whose grant was withdrawn), then write the status of the gateway, its
+// routes and its policies. A deleted gateway's entries are removed from route and policy status
+// (forget); the garbage collector removes its objects through their owner references. User errors
+// end in status; API errors return for a retry.
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
 	gw, err := c.gateways.KafkaGateways(key.Namespace).Get(key.Name)
@@ -115,15 +122,12 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
 	}
 	if name := gatewaymodel.ParametersName(gw); name != "" {
-		o, err := c.params.ByNamespace(ns).Get(name)
+		p, err := c.params.KafkaGatewayParameters(ns).Get(name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 		if err == nil {
-			var p kroxyliciousv1alpha1.KafkaGatewayParameters
-			if err := fromUnstructured(o, &p); err == nil {
-				s.Parameters = &p
-			}
+			s.Parameters = p
 		}
 	}
 	var err error
@@ -227,11 +231,7 @@ func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 
 // secretReferenced reports whether a gateway or a policy names Secret namespace/name.
 func (c *Controller) secretReferenced(key string) bool {
-	if objs, err := c.gatewayIdx.ByIndex(indexGatewaySecret, key); err == nil && len(objs) > 0 {
-		return true
-	}
-	objs, err := c.policyIdx.ByIndex(indexPolicySecret, key)
-	return err == nil && len(objs) > 0
+	return controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key)
 }
 
 func fromUnstructured(o any, into any) error {
@@ -403,12 +403,9 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 			if kind == gateway.KindTLSRoute {
 				o = c.tlsRoutes
 			}
-			if store := o.Indexer(); store != nil {
-				list, _ := store.ByIndex(cache.NamespaceIndex, gw.Namespace)
-				for _, x := range list {
-					if m, err := meta.Accessor(x); err == nil && selector.Matches(labels.Set(m.GetLabels())) {
-						objs = append(objs, m)
-					}
+			for _, m := range controller.ByIndex[metav1.Object](o.Indexer(), cache.NamespaceIndex, gw.Namespace) {
+				if selector.Matches(labels.Set(m.GetLabels())) {
+					objs = append(objs, m)
 				}
 			}
 		}
@@ -448,6 +445,11 @@ func changedToBad(old, desired []metav1.Condition) []metav1.Condition {
 	return out
 }
 
+// writeStatus writes the translation's status: the gateway's (conditions and listener conditions
+// merged with the old ones, so unchanged conditions keep their lastTransitionTime; updated only
+// when it differs), then this gateway's entries in its routes' and policies' status. It records a
+// Warning event for each condition that just turned bad, and a Normal one when the gateway becomes
+// Programmed; an unchanged status is silent.
 func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
 	now := metav1.NewTime(c.clock.Now())
 	st := res.GatewayStatus
@@ -596,13 +598,8 @@ func (c *Controller) writePolicyStatus(ctx context.Context, namespace, gw string
 func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
 	c.waiters.set(key, nil)
 	now := metav1.NewTime(c.clock.Now())
-	routes, err := c.routeIdx.ByIndex(indexRouteGateway, key.Name)
-	if err != nil {
-		return err
-	}
-	for _, o := range routes {
-		r, ok := o.(*kroxyliciousv1alpha1.KafkaRoute)
-		if !ok || r.Namespace != key.Namespace {
+	for _, r := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaRoute](c.routeIdx, indexRouteGateway, key.Name) {
+		if r.Namespace != key.Namespace {
 			continue
 		}
 		if err := c.writeRouteStatus(ctx, key.Namespace, key.Name, r.Name, nil, now); err != nil {

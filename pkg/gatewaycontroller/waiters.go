@@ -3,7 +3,6 @@ package gatewaycontroller
 import (
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kafkalink/kafkalink/pkg/controller"
@@ -65,15 +64,17 @@ func (w *nameWaiters) waiting(n heldName) []cache.ObjectName {
 	return out
 }
 
-// generatedKind maps an object of a kind the gateway generates to its owning gateway and to the
-// gateways waiting for its name.
-func (c *Controller) generatedKind(kind string) controller.MapFunc {
+// generatedToGateways maps an object of a kind the gateway generates to its owning gateway and to
+// the gateways waiting for its name.
+func (c *Controller) generatedToGateways(kind string) controller.MapFunc {
 	return func(obj any) []cache.ObjectName { return c.ownerOrWaiting(kind, obj) }
 }
 
+// ownerOrWaiting is the gateway controlling an object of a generated kind, and the gateways
+// waiting for its name.
 func (c *Controller) ownerOrWaiting(kind string, obj any) []cache.ObjectName {
 	keys := ownerGateway(obj)
-	if m, err := meta.Accessor(controller.Unwrap(obj)); err == nil {
+	if m, ok := controller.MetaOf(obj); ok {
 		keys = append(keys, c.waiters.waiting(heldName{kind, m.GetNamespace(), m.GetName()})...)
 	}
 	return keys

@@ -17,17 +17,17 @@ func TestNameWaiters(t *testing.T) {
 	c.waiters.set(gw2, []gateway.ObjectKey{{Kind: "ConfigMap", Name: "taken"}, {Kind: "Service", Name: "svc"}})
 	holder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "taken"}}
 
-	if got := c.generatedKind("ConfigMap")(holder); len(got) != 2 {
+	if got := c.generatedToGateways("ConfigMap")(holder); len(got) != 2 {
 		t.Errorf("a held ConfigMap maps to %v, want both gateways", got)
 	}
-	if got := c.generatedKind("ConfigMap")(cache.DeletedFinalStateUnknown{Key: "ns/taken", Obj: holder}); len(got) != 2 {
+	if got := c.generatedToGateways("ConfigMap")(cache.DeletedFinalStateUnknown{Key: "ns/taken", Obj: holder}); len(got) != 2 {
 		t.Errorf("a deleted held ConfigMap maps to %v, want both gateways", got)
 	}
-	if got := c.generatedKind("Service")(holder); len(got) != 0 {
+	if got := c.generatedToGateways("Service")(holder); len(got) != 0 {
 		t.Errorf("a name is held per kind; got %v", got)
 	}
 	c.waiters.set(gw2, nil) // gw2 no longer waits (or was deleted)
-	if got := c.generatedKind("ConfigMap")(holder); len(got) != 1 || got[0] != gw1 {
+	if got := c.generatedToGateways("ConfigMap")(holder); len(got) != 1 || got[0] != gw1 {
 		t.Errorf("after gw2 stopped waiting: %v, want [gw1]", got)
 	}
 	c.waiters.set(gw1, nil)

@@ -28,7 +28,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -50,22 +49,39 @@ import (
 )
 
 // Options are the operator's settings, bound to command-line flags by AddFlags.
+//
+// Each field is the flag of the same name in AddFlags, which says what it does and its default.
 type Options struct {
-	Kubeconfig              string
-	KubeAPIQPS              float64
-	KubeAPIBurst            int
-	WatchNamespaces         []string
-	MetricsAddress          string
-	HealthAddress           string
-	LeaderElect             bool
+	// Kubeconfig is --kubeconfig.
+	Kubeconfig string
+	// KubeAPIQPS is --kube-api-qps.
+	KubeAPIQPS float64
+	// KubeAPIBurst is --kube-api-burst.
+	KubeAPIBurst int
+	// WatchNamespaces is --watch-namespaces; empty for all.
+	WatchNamespaces []string
+	// MetricsAddress is --metrics-address; empty disables /metrics.
+	MetricsAddress string
+	// HealthAddress is --health-address.
+	HealthAddress string
+	// LeaderElect is --leader-elect.
+	LeaderElect bool
+	// LeaderElectionNamespace is --leader-election-namespace.
 	LeaderElectionNamespace string
-	LeaderElectionID        string
-	LeaseDuration           time.Duration
-	RenewDeadline           time.Duration
-	RetryPeriod             time.Duration
-	Workers                 int
-	ClusterDomain           string
-	ProxyImage              string
+	// LeaderElectionID is --leader-election-id, the Lease's name.
+	LeaderElectionID string
+	// LeaseDuration is --leader-election-lease-duration.
+	LeaseDuration time.Duration
+	// RenewDeadline is --leader-election-renew-deadline.
+	RenewDeadline time.Duration
+	// RetryPeriod is --leader-election-retry-period.
+	RetryPeriod time.Duration
+	// Workers is --workers, per controller.
+	Workers int
+	// ClusterDomain is --cluster-domain.
+	ClusterDomain string
+	// ProxyImage is --proxy-image.
+	ProxyImage string
 	// ProxyFilterTypes are the KafkaFilter types the proxy image implements. kafkalink-proxy
 	// implements none; a different proxy image may.
 	ProxyFilterTypes []string
@@ -122,21 +138,31 @@ func commaList(dst *[]string) func(string) error {
 
 // Clients are the API clients controllers use.
 type Clients struct {
-	Config    *rest.Config
-	Kube      kubernetes.Interface
+	// Config is the configuration every client was built from.
+	Config *rest.Config
+	// Kube is the client of the built-in kinds.
+	Kube kubernetes.Interface
+	// KafkaLink is the client of kafkalink's own kinds.
 	KafkaLink kafkalinkclient.Interface
-	Gateway   gatewayclient.Interface
-	Dynamic   dynamic.Interface
+	// Gateway is the client of Gateway API's kinds.
+	Gateway gatewayclient.Interface
+	// Dynamic serves the optional APIs and the generated objects' server-side applies.
+	Dynamic dynamic.Interface
+	// Discovery tells which optional APIs the cluster serves.
 	Discovery discovery.DiscoveryInterface
 }
 
 // Informers are the shared informer factories for one namespace ("" for all), and the shared
 // ReferenceGrant informer. Controllers ask for informers before Start; the operator starts them.
+// A resource has one informer per watched namespace in the whole process: controllers that read
+// the same resource ask the same factory.
 type Informers struct {
+	// Namespace is the watched namespace; "" for all.
 	Namespace string
-	Kube      kubeinformers.SharedInformerFactory
+	// Kube is the factory of the built-in kinds' informers.
+	Kube kubeinformers.SharedInformerFactory
+	// KafkaLink is the factory of kafkalink's own kinds' informers.
 	KafkaLink kafkalinkinformers.SharedInformerFactory
-	Dynamic   dynamicinformer.DynamicSharedInformerFactory
 	// ReferenceGrants watches Gateway API's ReferenceGrants, an optional API: every controller
 	// shares this one informer. Its cache holds *gatewayv1beta1.ReferenceGrant whichever version
 	// (v1beta1 or v1) the cluster serves. Until the API is served it is not Ready, and
@@ -158,7 +184,6 @@ func newInformers(c Clients, namespace string) Informers {
 		Namespace: namespace,
 		Kube:      kubeinformers.NewSharedInformerFactoryWithOptions(c.Kube, 0, kubeinformers.WithNamespace(namespace)),
 		KafkaLink: kafkalinkinformers.NewSharedInformerFactoryWithOptions(c.KafkaLink, 0, kafkalinkinformers.WithNamespace(namespace)),
-		Dynamic:   dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.Dynamic, 0, namespace, nil),
 		ReferenceGrants: controller.NewOptionalInformer(controller.OptionalConfig{
 			What:      "ReferenceGrant",
 			GVRs:      []schema.GroupVersionResource{gvrGrantV1beta1, gvrGrantV1},
@@ -188,23 +213,25 @@ func typedReferenceGrant(obj any) (any, error) {
 func (i Informers) start(ctx context.Context) {
 	i.Kube.Start(ctx.Done())
 	i.KafkaLink.Start(ctx.Done())
-	i.Dynamic.Start(ctx.Done())
 	i.ReferenceGrants.Start(ctx)
 }
 
 func (i Informers) shutdown() {
 	i.Kube.Shutdown()
 	i.KafkaLink.Shutdown()
-	i.Dynamic.Shutdown()
 }
 
 // Env is what a controller constructor gets: clients, the informers of one watched namespace,
 // an event recorder and the options.
 type Env struct {
-	Clients   Clients
+	// Clients are the API clients.
+	Clients Clients
+	// Informers are the shared informers of the controller's watched namespace.
 	Informers Informers
-	Recorder  record.EventRecorder
-	Options   Options
+	// Recorder records events on the controller's objects.
+	Recorder record.EventRecorder
+	// Options are the operator's settings.
+	Options Options
 }
 
 // NewControllerFunc builds a controller for one watched namespace. It registers its informers and
@@ -262,11 +289,13 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 	return c, nil
 }
 
-// Run runs the operator until ctx ends: it builds the controllers for every watched namespace,
-// starts the informers and the health and metrics servers, and runs the controllers' workers
-// while it holds the leader Lease. It returns nil after a clean shutdown.
+// Run runs the operator until ctx ends, in three steps: buildControllers builds the informers and
+// controllers of every watched namespace, serveProbes serves /healthz, /readyz and /metrics (given
+// the leader elector up front, which /healthz checks), and lead runs the controllers' workers while
+// this replica holds the leader Lease (at once without leader election). Informers run on every
+// replica. It returns nil after a clean shutdown, and an error when the Lease is lost or a probe
+// server fails.
 func Run(ctx context.Context, opts Options, clients Clients, constructors ...NewControllerFunc) error {
-	logger := klog.FromContext(ctx)
 	controller.RegisterMetrics()
 	if opts.LeaderElect {
 		if err := checkLeaderElectionNamespace(ctx, opts, clients.Kube); err != nil {
@@ -279,121 +308,199 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(Scheme, corev1.EventSource{Component: "kafkalink-operator"})
 
-	namespaces := opts.WatchNamespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{""}
+	ctrls, err := buildControllers(ctx, opts, clients, recorder, constructors)
+	if err != nil {
+		return err
 	}
-	var allInformers []Informers
-	var controllers []*controller.Controller
-	for _, ns := range namespaces {
-		inf := newInformers(clients, ns)
-		allInformers = append(allInformers, inf)
-		for _, newController := range constructors {
-			c, err := newController(ctx, Env{Clients: clients, Informers: inf, Recorder: recorder, Options: opts})
-			if err != nil {
-				return fmt.Errorf("building controllers for namespace %q: %w", ns, err)
-			}
-			controllers = append(controllers, c)
-		}
-	}
-	controller.SetConditionSources(conditionSources(allInformers)...)
+	controller.SetConditionSources(conditionSources(ctrls.informers)...)
 	// Informers run on every replica, so a standby's caches are warm when it takes over and its
 	// readiness means the same as the leader's.
 	informerCtx, stopInformers := context.WithCancel(ctx)
 	defer func() {
 		stopInformers()
-		for _, inf := range allInformers {
-			inf.shutdown()
-		}
+		ctrls.shutdownInformers()
 	}()
-	for _, inf := range allInformers {
-		inf.start(informerCtx)
-	}
-	ready := func() bool {
-		for _, c := range controllers {
-			if !c.HasSynced() {
-				return false
-			}
-		}
-		return true
-	}
+	ctrls.startInformers(informerCtx)
 
-	var leading atomic.Bool
-	runControllers := func(ctx context.Context) {
-		leading.Store(true)
-		var wg sync.WaitGroup
-		for _, c := range controllers {
-			wg.Go(func() { c.Run(ctx, opts.Workers) })
-		}
-		wg.Wait()
-	}
-
-	// The elector exists before the health server serves, which reads it.
-	var elector *leaderelection.LeaderElector
-	var lock *resourcelock.LeaseLock
-	lostLease := make(chan struct{})
+	var elector *elector
 	if opts.LeaderElect {
-		var err error
-		if lock, err = newLeaseLock(opts, clients, recorder); err != nil {
-			return err
-		}
-		elector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   opts.LeaseDuration,
-			RenewDeadline:   opts.RenewDeadline,
-			RetryPeriod:     opts.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            opts.LeaderElectionID,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					logger.Info("Became leader", "lease", opts.LeaderElectionID, "identity", lock.Identity())
-					runControllers(ctx)
-				},
-				OnStoppedLeading: func() {
-					leading.Store(false)
-					close(lostLease)
-				},
-				OnNewLeader: func(identity string) {
-					if identity != lock.Identity() {
-						logger.Info("Waiting: another replica leads", "leader", identity)
-					}
-				},
-			},
-		})
-		if err != nil {
+		if elector, err = newElector(ctx, opts, clients, recorder, ctrls); err != nil {
 			return err
 		}
 	}
+	probes := probes{elector: elector, ready: ctrls.hasSynced, leading: ctrls.leading.Load}
+	serveErrs, stopServing, err := serveProbes(ctx, opts, probes)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	return lead(ctx, ctrls, elector, serveErrs)
+}
 
-	healthMux := http.NewServeMux()
-	healthMux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if elector != nil {
-			// Fails when this replica holds the Lease but has stopped renewing it.
-			if err := elector.Check(20 * time.Second); err != nil {
+// controllers are what buildControllers made: the informers of every watched namespace and the
+// controllers that read them.
+type controllers struct {
+	informers   []Informers
+	controllers []*controller.Controller
+	workers     int
+	// leading is true while the controllers' workers run (this replica leads).
+	leading atomic.Bool
+}
+
+// buildControllers makes the informers of every watched namespace and, for each, a controller per
+// constructor. Nothing starts.
+func buildControllers(ctx context.Context, opts Options, clients Clients, recorder record.EventRecorder, constructors []NewControllerFunc) (*controllers, error) {
+	namespaces := opts.WatchNamespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	out := &controllers{workers: opts.Workers}
+	for _, ns := range namespaces {
+		inf := newInformers(clients, ns)
+		out.informers = append(out.informers, inf)
+		for _, newController := range constructors {
+			c, err := newController(ctx, Env{Clients: clients, Informers: inf, Recorder: recorder, Options: opts})
+			if err != nil {
+				return nil, fmt.Errorf("building controllers for namespace %q: %w", ns, err)
+			}
+			out.controllers = append(out.controllers, c)
+		}
+	}
+	return out, nil
+}
+
+func (cs *controllers) startInformers(ctx context.Context) {
+	for _, inf := range cs.informers {
+		inf.start(ctx)
+	}
+}
+
+func (cs *controllers) shutdownInformers() {
+	for _, inf := range cs.informers {
+		inf.shutdown()
+	}
+}
+
+// hasSynced reports whether every controller's caches have synced: the operator's readiness.
+func (cs *controllers) hasSynced() bool {
+	for _, c := range cs.controllers {
+		if !c.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// run runs every controller's workers until ctx ends.
+func (cs *controllers) run(ctx context.Context) {
+	cs.leading.Store(true)
+	var wg sync.WaitGroup
+	for _, c := range cs.controllers {
+		wg.Go(func() { c.Run(ctx, cs.workers) })
+	}
+	wg.Wait()
+}
+
+// elector is the leader elector, and lost, closed when this replica stops leading.
+type elector struct {
+	*leaderelection.LeaderElector
+	lost chan struct{}
+}
+
+// newElector makes the leader elector whose leadership runs the controllers.
+func newElector(ctx context.Context, opts Options, clients Clients, recorder record.EventRecorder, ctrls *controllers) (*elector, error) {
+	logger := klog.FromContext(ctx)
+	lock, err := newLeaseLock(opts, clients, recorder)
+	if err != nil {
+		return nil, err
+	}
+	e := &elector{lost: make(chan struct{})}
+	e.LeaderElector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.LeaseDuration,
+		RenewDeadline:   opts.RenewDeadline,
+		RetryPeriod:     opts.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            opts.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Became leader", "lease", opts.LeaderElectionID, "identity", lock.Identity())
+				ctrls.run(ctx)
+			},
+			OnStoppedLeading: func() {
+				ctrls.leading.Store(false)
+				close(e.lost)
+			},
+			OnNewLeader: func(identity string) {
+				if identity != lock.Identity() {
+					logger.Info("Waiting: another replica leads", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// probes is what the health endpoints read.
+type probes struct {
+	// elector is nil without leader election.
+	elector *elector
+	ready   func() bool
+	leading func() bool
+}
+
+// healthHandler serves /healthz (fails when this replica holds the Lease but has stopped renewing
+// it) and /readyz (fails until every controller's caches have synced, and says whether this
+// replica leads).
+func healthHandler(p probes) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if p.elector != nil {
+			if err := p.elector.Check(20 * time.Second); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	healthMux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !p.ready() {
 			http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintf(w, "ok (leader: %t)\n", leading.Load())
+		fmt.Fprintf(w, "ok (leader: %t)\n", p.leading())
 	})
-	servers := []*http.Server{{Addr: opts.HealthAddress, Handler: healthMux, ReadHeaderTimeout: 5 * time.Second}}
+	return mux
+}
+
+// serveProbes listens on the health address and, when set, the metrics address, and serves them
+// in the background. A server that fails later reports on errs; stop shuts them down.
+func serveProbes(ctx context.Context, opts Options, p probes) (errs <-chan error, stop func(), err error) {
+	logger := klog.FromContext(ctx)
+	servers := []*http.Server{{Addr: opts.HealthAddress, Handler: healthHandler(p), ReadHeaderTimeout: 5 * time.Second}}
 	if opts.MetricsAddress != "" {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("/metrics", promhttp.HandlerFor(controller.Registry, promhttp.HandlerOpts{}))
 		servers = append(servers, &http.Server{Addr: opts.MetricsAddress, Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second})
 	}
+	stop = func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, srv := range servers {
+			_ = srv.Shutdown(shutdownCtx)
+		}
+	}
 	serveErrs := make(chan error, len(servers))
-	for _, srv := range servers {
+	for i, srv := range servers {
 		l, err := net.Listen("tcp", srv.Addr)
 		if err != nil {
-			return fmt.Errorf("listening on %s: %w", srv.Addr, err)
+			for _, started := range servers[:i] {
+				_ = started.Close()
+			}
+			return nil, nil, fmt.Errorf("listening on %s: %w", srv.Addr, err)
 		}
 		logger.Info("Serving", "address", l.Addr().String())
 		go func() {
@@ -402,32 +509,31 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 			}
 		}()
 	}
-	defer func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, srv := range servers {
-			_ = srv.Shutdown(shutdownCtx)
-		}
-	}()
+	return serveErrs, stop, nil
+}
 
-	if elector == nil {
-		runControllers(ctx)
+// lead runs the controllers until ctx ends: at once without leader election, else while the
+// elector holds the Lease. Losing the Lease, or a probe server failing, ends it with an error.
+func lead(ctx context.Context, ctrls *controllers, e *elector, serveErrs <-chan error) error {
+	logger := klog.FromContext(ctx)
+	if e == nil {
+		ctrls.run(ctx)
 		return nil
 	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	go elector.Run(runCtx)
+	go e.Run(runCtx)
 	select {
 	case <-ctx.Done():
 		cancelRun()
 		// Give the elector its chance to release the Lease, so a standby takes over at once.
 		select {
-		case <-lostLease:
+		case <-e.lost:
 		case <-time.After(5 * time.Second):
 		}
 		logger.Info("Shut down cleanly")
 		return nil
-	case <-lostLease:
+	case <-e.lost:
 		if ctx.Err() != nil {
 			return nil
 		}

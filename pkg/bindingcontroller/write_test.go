@@ -1,0 +1,302 @@
+package bindingcontroller
+
+// Fast tests of the binding controller's writes, applySecret and writeStatus, on fake clientsets
+// (sample-controller style): objects built with option funcs, one call, the recorded actions
+// asserted. The control-plane suites in test/binding cover the informers and the API server.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
+	kafkalinkfake "github.com/kafkalink/kafkalink/generated/clientset/versioned/fake"
+	"github.com/kafkalink/kafkalink/pkg/binding"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+)
+
+// writeFixture is a reconciler whose clients are fakes that record their actions.
+type writeFixture struct {
+	t         *testing.T
+	kube      *kubefake.Clientset
+	kafkalink *kafkalinkfake.Clientset
+	recorder  *record.FakeRecorder
+	r         *reconciler
+}
+
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// newWriteFixture makes the fakes; live are the objects the API server holds.
+func newWriteFixture(t *testing.T, live ...runtime.Object) *writeFixture {
+	f := &writeFixture{
+		t: t,
+		// NewClientset tracks field managers, so a Secret's server-side apply behaves like the API
+		// server's (entries other managers own survive it).
+		kube: kubefake.NewClientset(live...),
+		// Its tracker does not know CRDs: the status apply is recorded and answered here.
+		kafkalink: kafkalinkfake.NewSimpleClientset(),
+		recorder:  record.NewFakeRecorder(100),
+	}
+	f.kafkalink.PrependReactor("patch", "kafkaconnections", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &kafkav1beta2.KafkaConnection{}, nil
+	})
+	f.r = &reconciler{kube: f.kube, kafkalink: f.kafkalink, recorder: f.recorder, clock: clocktesting.NewFakePassiveClock(testNow)}
+	return f
+}
+
+// writes lists the recorded writes as "verb resource[/subresource] namespace/name patchType", in
+// order; reads are left out.
+func (f *writeFixture) writes() []string {
+	var out []string
+	for _, a := range slices.Concat(f.kube.Actions(), f.kafkalink.Actions()) {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			continue
+		}
+		res := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			res += "/" + a.GetSubresource()
+		}
+		w := fmt.Sprintf("%s %s %s", a.GetVerb(), res, a.GetNamespace())
+		if p, ok := a.(clienttesting.PatchAction); ok {
+			w += fmt.Sprintf("/%s %s", p.GetName(), p.GetPatchType())
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func newConnection(opts ...func(*kafkav1beta2.KafkaConnection)) *kafkav1beta2.KafkaConnection {
+	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "conn-uid", Generation: 2}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+func withBinding(c *kafkav1beta2.KafkaConnection) {
+	c.Status.Binding = &kafkav1beta2.BindingReference{Name: c.Name}
+}
+
+func withReady(status metav1.ConditionStatus, reason, message string) func(*kafkav1beta2.KafkaConnection) {
+	return func(c *kafkav1beta2.KafkaConnection) {
+		c.Status.ObservedGeneration = c.Generation
+		c.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: c.Generation, LastTransitionTime: metav1.NewTime(testNow.Add(-time.Hour))}}
+	}
+}
+
+// newBindingSecret is a binding Secret with data, controlled by the connection whose UID is owner
+// ("" for none).
+func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "secret-uid",
+			Labels: map[string]string{LabelBinding: LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
+		Type: corev1.SecretType(binding.SecretType), Data: data,
+	}
+	if owner != "" {
+		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: kafkav1beta2.SchemeGroupVersion.String(), Kind: kafkaConnectionKind,
+			Name: "app", UID: owner, Controller: ptr(true)}}
+	}
+	return s
+}
+
+// cached is the Secret as the binding informer caches it (data replaced by its digest).
+func cached(t *testing.T, s *corev1.Secret) *corev1.Secret {
+	out, err := digestBindingSecret(s.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*corev1.Secret)
+}
+
+func TestApplySecret(t *testing.T) {
+	want := map[string][]byte{"bootstrap-servers": []byte("kafka:9093"), "type": []byte("kafka")}
+	stale := map[string][]byte{"bootstrap-servers": []byte("old:9093"), "type": []byte("kafka")}
+	handEdited := map[string][]byte{"bootstrap-servers": []byte("old:9093"), "type": []byte("kafka"), "extra": []byte("x")}
+	cases := map[string]struct {
+		conn       *kafkav1beta2.KafkaConnection
+		live       *corev1.Secret // what the API server holds
+		cache      bool           // whether the binding informer caches live
+		wantReason string         // of the failure; "" for none
+		wantWrites []string
+		wantData   map[string][]byte // the live Secret's data after the call; nil when not checked
+		wantEvents int
+	}{
+		"a missing Secret is read live, then applied": {
+			conn:       newConnection(),
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantData:   want,
+		},
+		"a Secret deleted by someone else is restored, with an event": {
+			conn:       newConnection(withBinding),
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantData:   want, wantEvents: 1,
+		},
+		"an up-to-date Secret is not written": {
+			conn: newConnection(), live: newBindingSecret("conn-uid", want), cache: true,
+		},
+		"a stale Secret is applied": {
+			conn: newConnection(), live: newBindingSecret("conn-uid", stale), cache: true,
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantData:   want,
+		},
+		"entries added by hand are removed after the apply": {
+			conn: newConnection(), live: newBindingSecret("conn-uid", handEdited), cache: true,
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml", "patch secrets apps/app application/merge-patch+json"},
+			wantData:   want,
+		},
+		"a cached Secret another connection controls is not adopted": {
+			conn: newConnection(), live: newBindingSecret("other-uid", stale), cache: true,
+			wantReason: ReasonSecretNotOwned, wantData: stale,
+		},
+		"an uncached Secret of that name is not adopted": {
+			conn: newConnection(), live: newBindingSecret("", stale),
+			wantReason: ReasonSecretNotOwned, wantData: stale,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var live []runtime.Object
+			var existing *corev1.Secret
+			if tc.live != nil {
+				live = append(live, tc.live)
+				if tc.cache {
+					existing = cached(t, tc.live)
+				}
+			}
+			f := newWriteFixture(t, live...)
+			failure, err := f.r.applySecret(context.Background(), tc.conn, existing, want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ""; failure != nil || tc.wantReason != "" {
+				if failure != nil {
+					got = failure.Reason
+				}
+				if got != tc.wantReason {
+					t.Errorf("failure %+v, want reason %q", failure, tc.wantReason)
+				}
+			}
+			if got := f.writes(); !slices.Equal(got, tc.wantWrites) {
+				t.Errorf("writes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.wantWrites, "\n"))
+			}
+			if got := len(f.recorder.Events); got != tc.wantEvents {
+				t.Errorf("%d events, want %d", got, tc.wantEvents)
+			}
+			if tc.wantData == nil {
+				return
+			}
+			s, err := f.kube.CoreV1().Secrets("apps").Get(context.Background(), "app", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dataDigest(s.Data) != dataDigest(tc.wantData) {
+				t.Errorf("Secret data %q, want %q", s.Data, tc.wantData)
+			}
+			if tc.wantReason == "" && !upToDate(cached(t, s), dataDigest(want)) || tc.wantReason == "" && !controlledBy(s, tc.conn) {
+				t.Errorf("applied Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
+			}
+		})
+	}
+}
+
+func TestWriteStatus(t *testing.T) {
+	bound := func() kafkav1beta2.KafkaConnectionStatus {
+		return kafkav1beta2.KafkaConnectionStatus{ObservedGeneration: 2, Binding: &kafkav1beta2.BindingReference{Name: "app"},
+			Listener: "tls", BootstrapServers: "kafka:9093",
+			Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonBound, Message: "bound", ObservedGeneration: 2}}}
+	}
+	failed := kafkav1beta2.KafkaConnectionStatus{ObservedGeneration: 2,
+		Conditions: []metav1.Condition{{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: binding.ReasonKafkaNotFound, Message: "no Kafka", ObservedGeneration: 2}}}
+	upToDate := newConnection(func(c *kafkav1beta2.KafkaConnection) {
+		c.Status = bound()
+		c.Status.Conditions[0].LastTransitionTime = metav1.NewTime(testNow.Add(-time.Hour))
+	})
+	cases := map[string]struct {
+		conn          *kafkav1beta2.KafkaConnection
+		want          kafkav1beta2.KafkaConnectionStatus
+		failure       *binding.Failure
+		wantWrite     bool
+		wantEvents    []string
+		wantTimeKept  bool
+		wantListener  string
+		wantCondition metav1.ConditionStatus
+	}{
+		"an unchanged status is not written": {conn: upToDate, want: bound()},
+		"a first bind is written without an event": {
+			conn: newConnection(), want: bound(), wantWrite: true, wantListener: "tls", wantCondition: metav1.ConditionTrue,
+		},
+		"a failure is written with a Warning event": {
+			conn: upToDate, want: failed, failure: &binding.Failure{Reason: binding.ReasonKafkaNotFound, Message: "no Kafka"},
+			wantWrite: true, wantEvents: []string{"Warning KafkaNotFound no Kafka"}, wantCondition: metav1.ConditionFalse,
+		},
+		"a recovery is written with a Normal event": {
+			conn: newConnection(withReady(metav1.ConditionFalse, binding.ReasonKafkaNotFound, "no Kafka")), want: bound(),
+			wantWrite: true, wantEvents: []string{"Normal Bound bound"}, wantListener: "tls", wantCondition: metav1.ConditionTrue,
+		},
+		"a new message keeps the transition time": {
+			conn: upToDate, want: func() kafkav1beta2.KafkaConnectionStatus {
+				st := bound()
+				st.Conditions[0].Message = "bound again"
+				return st
+			}(),
+			wantWrite: true, wantTimeKept: true, wantListener: "tls", wantCondition: metav1.ConditionTrue,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newWriteFixture(t)
+			if err := f.r.writeStatus(context.Background(), tc.conn, tc.want, tc.failure); err != nil {
+				t.Fatal(err)
+			}
+			var wantWrites []string
+			if tc.wantWrite {
+				wantWrites = []string{"patch kafkaconnections/status apps/app application/apply-patch+yaml"}
+			}
+			if got := f.writes(); !slices.Equal(got, wantWrites) {
+				t.Fatalf("writes %v, want %v", got, wantWrites)
+			}
+			var events []string
+			for len(f.recorder.Events) > 0 {
+				events = append(events, <-f.recorder.Events)
+			}
+			if !slices.Equal(events, tc.wantEvents) {
+				t.Errorf("events %q, want %q", events, tc.wantEvents)
+			}
+			if !tc.wantWrite {
+				return
+			}
+			p := f.kafkalink.Actions()[0].(clienttesting.PatchActionImpl)
+			if p.PatchOptions.FieldManager != controller.FieldManager || p.PatchOptions.Force == nil || !*p.PatchOptions.Force {
+				t.Errorf("not a forced apply by %s: %+v", controller.FieldManager, p.PatchOptions)
+			}
+			var sent kafkav1beta2.KafkaConnection
+			if err := json.Unmarshal(p.GetPatch(), &sent); err != nil {
+				t.Fatal(err)
+			}
+			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1 || sent.Status.Conditions[0].Status != tc.wantCondition {
+				t.Fatalf("applied status %+v", sent.Status)
+			}
+			wantTime := testNow
+			if tc.wantTimeKept {
+				wantTime = testNow.Add(-time.Hour)
+			}
+			if got := sent.Status.Conditions[0].LastTransitionTime.Time; !got.Equal(wantTime) {
+				t.Errorf("lastTransitionTime %v, want %v", got, wantTime)
+			}
+		})
+	}
+}
