@@ -26,6 +26,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -53,8 +54,8 @@ type fixture struct {
 	recorder  *record.FakeRecorder
 	c         *Controller
 
-	gateways, routes, policies, filters, params cache.Indexer
-	services, secrets, configMaps, deployments  cache.Indexer
+	gateways, routes, policies, filters, params      cache.Indexer
+	services, secrets, configMaps, deployments, pdbs cache.Indexer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -93,7 +94,7 @@ func newFixture(t *testing.T) *fixture {
 	f.routes = with(cache.Indexers{indexRouteGateway: routeGateways, indexRouteBackend: routeBackends, indexRouteFilter: routeFilters})
 	f.policies = with(cache.Indexers{indexPolicySecret: policySecrets})
 	f.filters = with(cache.Indexers{indexFilterSecret: filterSecrets})
-	f.params, f.services, f.secrets, f.configMaps, f.deployments = with(nil), with(nil), with(nil), with(nil), with(nil)
+	f.params, f.services, f.secrets, f.configMaps, f.deployments, f.pdbs = with(nil), with(nil), with(nil), with(nil), with(nil), with(nil)
 
 	env := operator.Env{
 		Clients:   operator.Clients{Kube: f.kube, KafkaLink: f.kafkalink, Dynamic: f.dynamic},
@@ -111,6 +112,7 @@ func newFixture(t *testing.T) *fixture {
 		filters: filterlisters.NewKafkaFilterLister(f.filters), filterIdx: f.filters,
 		services: corelisters.NewServiceLister(f.services), secrets: corelisters.NewSecretLister(f.secrets),
 		configMaps: corelisters.NewConfigMapLister(f.configMaps), deployments: appslisters.NewDeploymentLister(f.deployments),
+		pdbs: policylisters.NewPodDisruptionBudgetLister(f.pdbs),
 		// The optional APIs (OpenShift Route, TLSRoute, ReferenceGrant) are not served.
 	}
 	c.ctrl = controller.New("gateway-sync-test", c.sync)
