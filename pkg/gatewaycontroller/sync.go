@@ -252,6 +252,16 @@ func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1
 	return secrets, nil
 }
 
+// metaObjects lists a lister's objects as metav1.Objects; a lister's error is its selector's,
+// and the prune selector is fixed.
+func metaObjects[T metav1.Object](list []T, _ error) []metav1.Object {
+	out := make([]metav1.Object, len(list))
+	for i, o := range list {
+		out[i] = o
+	}
+	return out
+}
+
 // generatedSecret reports a Secret a gateway generated: the informer keeps its values.
 func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 
@@ -400,30 +410,15 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		var objs []metav1.Object
 		switch kind {
 		case gateway.KindDeployment:
-			list, _ := c.deployments.Deployments(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.deployments.Deployments(gw.Namespace).List(selector))
 		case gateway.KindPodDisruptionBudget:
-			list, _ := c.pdbs.PodDisruptionBudgets(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.pdbs.PodDisruptionBudgets(gw.Namespace).List(selector))
 		case gateway.KindConfigMap:
-			list, _ := c.configMaps.ConfigMaps(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.configMaps.ConfigMaps(gw.Namespace).List(selector))
 		case gateway.KindService:
-			list, _ := c.services.Services(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.services.Services(gw.Namespace).List(selector))
 		case gateway.KindSecret:
-			list, _ := c.secrets.Secrets(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.secrets.Secrets(gw.Namespace).List(selector))
 		case gateway.KindRoute, gateway.KindTLSRoute:
 			o := c.osRoutes
 			if kind == gateway.KindTLSRoute {
