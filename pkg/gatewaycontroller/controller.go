@@ -166,8 +166,16 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		c.ctrl.WaitFor(h.informer.HasSynced)
 	}
 
-	// Optional APIs may be missing now and installed later (see package controller): each is
-	// watched once discovery shows it, and then every gateway is reconciled again.
+	if err := c.watchOptional(ctx, env); err != nil {
+		return nil, err
+	}
+	return c.ctrl, nil
+}
+
+// watchOptional watches the optional APIs (OpenShift Route, TLSRoute, ReferenceGrant). Each may
+// be missing now and installed later (see package controller): it is watched once discovery
+// shows it, and then every gateway is reconciled again.
+func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error {
 	ns := env.Informers.Namespace
 	newOptional := func(what string, gvrs ...schema.GroupVersionResource) *controller.OptionalInformer {
 		return controller.NewOptionalInformer(controller.OptionalConfig{What: what, GVRs: gvrs, Namespace: ns,
@@ -185,7 +193,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		{c.grants, c.grantToGateways},
 	} {
 		if err := o.informer.AddEventHandler(controller.MapHandler(o.mapper, c.ctrl)); err != nil {
-			return nil, err
+			return err
 		}
 		o.informer.OnServed(func() {
 			for _, key := range c.allGateways() {
@@ -196,7 +204,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	c.osRoutes.Start(ctx)
 	c.tlsRoutes.Start(ctx)
-	return c.ctrl, nil
+	return nil
 }
 
 // noteMissingGrantAPI adds to every RefNotPermitted condition, while the ReferenceGrant API is

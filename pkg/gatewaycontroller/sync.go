@@ -103,24 +103,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	return nil
 }
 
-// gather reads the snapshot from the informer caches.
+// gather reads the snapshot from the informer caches: the environment, the parameters, the
+// gateway namespace's routes, filters and policies, the Services and Secrets they name, the
+// ReferenceGrants, and the generated Deployment and TLSRoutes the status reads.
 func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway) (*gateway.Snapshot, error) {
 	ns := gw.Namespace
-	s := &gateway.Snapshot{Gateway: gw, Env: gateway.Environment{
-		ClusterDomain: c.env.Options.ClusterDomain,
-		ProxyImage:    c.env.Options.ProxyImage,
-		FilterTypes:   c.env.Options.ProxyFilterTypes,
-
-		AllowedMetadataPrefixes: c.env.Options.AllowedMetadataPrefixes,
-		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
-		OpenShiftRoutes:         c.osRoutes.Ready(),
-		TLSRoutes:               c.tlsRoutes.Ready(),
-		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
-		Now:                     c.clock.Now(),
-	}}
-	if c.env.Informers.Namespace != "" {
-		s.Env.VisibleNamespaces = []string{c.env.Informers.Namespace}
-	}
+	s := &gateway.Snapshot{Gateway: gw, Env: c.environment()}
 	if name := gatewaymodel.ParametersName(gw); name != "" {
 		p, err := c.params.KafkaGatewayParameters(ns).Get(name)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -140,71 +128,12 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if s.Policies, err = c.policies.List(labels.Everything()); err != nil {
 		return nil, err
 	}
-	// Services: the gateway's namespace (its own, and same-namespace backends), plus backends elsewhere.
-	if s.Services, err = c.services.Services(ns).List(labels.Everything()); err != nil {
+	if s.Services, err = c.gatherServices(ns, s.Routes); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, r := range s.Routes {
-		backends, _ := routeBackends(r)
-		for _, b := range backends {
-			bns, name, _ := cache.SplitMetaNamespaceKey(b)
-			if bns == ns || seen[b] {
-				continue
-			}
-			seen[b] = true
-			if svc, err := c.services.Services(bns).Get(name); err == nil {
-				s.Services = append(s.Services, svc)
-			}
-		}
-	}
-	// Secrets: the gateway's namespace, plus those named in other namespaces, as the cache holds
-	// them (key names, no values). The values are read only where the translator needs them: the
-	// gateway's own references (key pairs are checked, other namespaces' are copied) and policy
-	// CAs in other namespaces (copied).
-	if s.Secrets, err = c.secrets.Secrets(ns).List(labels.Everything()); err != nil {
+	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies); err != nil {
 		return nil, err
 	}
-	refs, _ := gatewaySecrets(gw)
-	withValues := map[string]bool{}
-	for _, ref := range refs {
-		withValues[ref] = true
-	}
-	for _, p := range s.Policies {
-		more, _ := policySecrets(p)
-		for _, ref := range more {
-			if sns, _, _ := cache.SplitMetaNamespaceKey(ref); sns != ns {
-				withValues[ref] = true
-			}
-		}
-		refs = append(refs, more...)
-	}
-	for _, ref := range refs {
-		sns, name, _ := cache.SplitMetaNamespaceKey(ref)
-		if sns == ns || seen["secret:"+ref] {
-			continue
-		}
-		seen["secret:"+ref] = true
-		if sec, err := c.secrets.Secrets(sns).Get(name); err == nil {
-			s.Secrets = append(s.Secrets, sec)
-		}
-	}
-	secrets := s.Secrets[:0]
-	for _, sec := range s.Secrets {
-		if withValues[sec.Namespace+"/"+sec.Name] && !generatedSecret(sec) {
-			full, err := c.secretData.get(ctx, sec)
-			if err != nil {
-				return nil, err
-			}
-			if full == nil {
-				continue
-			}
-			sec = full
-		}
-		secrets = append(secrets, sec)
-	}
-	s.Secrets = secrets
-	c.secretData.sweep(c.secretReferenced)
 	if store := c.grants.Indexer(); store != nil {
 		for _, o := range store.List() {
 			if g, ok := o.(*gatewayv1beta1.ReferenceGrant); ok {
@@ -224,6 +153,113 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		}
 	}
 	return s, nil
+}
+
+// environment is what the translator reads from the operator rather than from objects.
+func (c *Controller) environment() gateway.Environment {
+	env := gateway.Environment{
+		ClusterDomain: c.env.Options.ClusterDomain,
+		ProxyImage:    c.env.Options.ProxyImage,
+		FilterTypes:   c.env.Options.ProxyFilterTypes,
+
+		AllowedMetadataPrefixes: c.env.Options.AllowedMetadataPrefixes,
+		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
+		OpenShiftRoutes:         c.osRoutes.Ready(),
+		TLSRoutes:               c.tlsRoutes.Ready(),
+		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
+		Now:                     c.clock.Now(),
+	}
+	if c.env.Informers.Namespace != "" {
+		env.VisibleNamespaces = []string{c.env.Informers.Namespace}
+	}
+	return env
+}
+
+// gatherServices lists the gateway namespace's Services (its own, and same-namespace backends),
+// plus the backends the routes name in other namespaces.
+func (c *Controller) gatherServices(ns string, routes []*kroxyliciousv1alpha1.KafkaRoute) ([]*corev1.Service, error) {
+	services, err := c.services.Services(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, r := range routes {
+		backends, _ := routeBackends(r)
+		for _, b := range backends {
+			bns, name, _ := cache.SplitMetaNamespaceKey(b)
+			if bns == ns || seen[b] {
+				continue
+			}
+			seen[b] = true
+			if svc, err := c.services.Services(bns).Get(name); err == nil {
+				services = append(services, svc)
+			}
+		}
+	}
+	return services, nil
+}
+
+// gatherSecrets lists the gateway namespace's Secrets plus those named in other namespaces, as
+// the cache holds them (key names, no values). The values are read only where the translator
+// needs them: the gateway's own references (key pairs are checked, other namespaces' are
+// copied) and policy CAs in other namespaces (copied).
+func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy) ([]*corev1.Secret, error) {
+	ns := gw.Namespace
+	listed, err := c.secrets.Secrets(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	refs, _ := gatewaySecrets(gw)
+	withValues := map[string]bool{}
+	for _, ref := range refs {
+		withValues[ref] = true
+	}
+	for _, p := range policies {
+		more, _ := policySecrets(p)
+		for _, ref := range more {
+			if sns, _, _ := cache.SplitMetaNamespaceKey(ref); sns != ns {
+				withValues[ref] = true
+			}
+		}
+		refs = append(refs, more...)
+	}
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		sns, name, _ := cache.SplitMetaNamespaceKey(ref)
+		if sns == ns || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		if sec, err := c.secrets.Secrets(sns).Get(name); err == nil {
+			listed = append(listed, sec)
+		}
+	}
+	secrets := listed[:0]
+	for _, sec := range listed {
+		if withValues[sec.Namespace+"/"+sec.Name] && !generatedSecret(sec) {
+			full, err := c.secretData.get(ctx, sec)
+			if err != nil {
+				return nil, err
+			}
+			if full == nil {
+				continue
+			}
+			sec = full
+		}
+		secrets = append(secrets, sec)
+	}
+	c.secretData.sweep(c.secretReferenced)
+	return secrets, nil
+}
+
+// metaObjects lists a lister's objects as metav1.Objects; a lister's error is its selector's,
+// and the prune selector is fixed.
+func metaObjects[T metav1.Object](list []T, _ error) []metav1.Object {
+	out := make([]metav1.Object, len(list))
+	for i, o := range list {
+		out[i] = o
+	}
+	return out
 }
 
 // generatedSecret reports a Secret a gateway generated: the informer keeps its values.
@@ -374,30 +410,15 @@ func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		var objs []metav1.Object
 		switch kind {
 		case gateway.KindDeployment:
-			list, _ := c.deployments.Deployments(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.deployments.Deployments(gw.Namespace).List(selector))
 		case gateway.KindPodDisruptionBudget:
-			list, _ := c.pdbs.PodDisruptionBudgets(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.pdbs.PodDisruptionBudgets(gw.Namespace).List(selector))
 		case gateway.KindConfigMap:
-			list, _ := c.configMaps.ConfigMaps(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.configMaps.ConfigMaps(gw.Namespace).List(selector))
 		case gateway.KindService:
-			list, _ := c.services.Services(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.services.Services(gw.Namespace).List(selector))
 		case gateway.KindSecret:
-			list, _ := c.secrets.Secrets(gw.Namespace).List(selector)
-			for _, o := range list {
-				objs = append(objs, o)
-			}
+			objs = metaObjects(c.secrets.Secrets(gw.Namespace).List(selector))
 		case gateway.KindRoute, gateway.KindTLSRoute:
 			o := c.osRoutes
 			if kind == gateway.KindTLSRoute {
