@@ -20,7 +20,7 @@ CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplan
 MODULE := github.com/kafkalink/kafkalink
 RACE_PACKAGES ?= pkg/controller pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
 
-.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint controlplane manifests image clean testdata help
+.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint lint-fix controlplane manifests image clean testdata help
 
 all: build ## The default goal: build.
 
@@ -33,7 +33,7 @@ build: ## Build the operator and the proxy into bin/.
 controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager and kubectl.
 	@[ -n "$$KAFKALINK_CONTROLPLANE_BIN" ] || bash hack/build-controlplane.sh >/dev/null
 
-test: verify test-unit test-integration fuzz ## Everything CI runs.
+test: verify lint test-unit test-integration fuzz ## Everything CI runs.
 
 test-unit: ## Pure packages, the proxy with kfake, the image builder, and all that needs no control plane; RACE_PACKAGES under -race.
 	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v -x -F $(foreach p,$(RACE_PACKAGES),-e $(MODULE)/$(p)))
@@ -77,8 +77,16 @@ verify: ## Fail when generated code is stale, go.mod untidy, Go files not gofmt'
 vulncheck: ## govulncheck on every package (says so and passes when its database is unreachable).
 	bash hack/vulncheck.sh
 
-lint: ## go vet.
+# golangci-lint is built from the Go module proxy in its own module (hack/tools/golangci-lint), so
+# its dependencies never move ours; `go tool -n` builds it once and prints the cached binary.
+GOLANGCI_LINT = $$(cd hack/tools/golangci-lint && $(GO) tool -n golangci-lint)
+
+lint: ## go vet, then golangci-lint (.golangci.yml) on the module and on hack/image.
 	$(GO) vet ./...
+	bin=$(GOLANGCI_LINT) && $$bin run ./... && cd hack/image && $(GO) vet ./... && $$bin run ./...
+
+lint-fix: ## Let golangci-lint fix what it can (import groups and aliases, some errorlint findings).
+	$(GOLANGCI_LINT) run --fix ./...
 
 bench: controlplane ## Benchmarks: figures side by side from one run, not pass/fail.
 	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback)"

@@ -225,7 +225,7 @@ func closed(c net.Conn) bool {
 	for {
 		if _, err := c.Read(buf); err != nil {
 			var ne net.Error
-			return !(errors.As(err, &ne) && ne.Timeout())
+			return !errors.As(err, &ne) || !ne.Timeout()
 		}
 	}
 }

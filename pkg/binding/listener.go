@@ -75,14 +75,13 @@ func ChooseListener(in ListenerInput) (Choice, *Failure) {
 		}
 		chosen = l
 	} else {
-		var fits, misfits []string
+		var misfits []string
 		var candidates []strimzi.Listener
 		for _, l := range k.Listeners {
 			if why := misfit(l, in.User); why != "" {
 				misfits = append(misfits, fmt.Sprintf("%s (%s)", l.Name, why))
 				continue
 			}
-			fits = append(fits, l.Name)
 			candidates = append(candidates, l)
 		}
 		if len(candidates) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -33,8 +34,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
-
-	coreinformers "k8s.io/client-go/informers/core/v1"
 )
 
 // QueueName names the controller's work queue, its metrics and log lines, and its indexes

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,8 +17,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
-
-	coreinformers "k8s.io/client-go/informers/core/v1"
 )
 
 // Connections that name a KafkaRoute: route.go wires what they read (indexes, informers, mappers),

@@ -23,7 +23,7 @@ func TestPanickingSyncIsRecoveredAndRetried(t *testing.T) {
 		if key.Name == "bad" {
 			badCalls++
 			var m map[string]int
-			m["boom"]++ // a nil-map write: a real runtime panic
+			m["boom"]++ //nolint:staticcheck // a nil-map write: a real runtime panic, on purpose
 		}
 		good[key.Name] = true
 		return nil

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -56,7 +57,7 @@ func countError(controller string, err error) {
 // report depth, adds, latency, work duration, unfinished work and retries, labelled by queue name.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		Registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}), reconcilePanics, reconcileErrors, objectConditions)
+		Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), reconcilePanics, reconcileErrors, objectConditions)
 		p := &queueMetrics{
 			depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Subsystem: "workqueue", Name: "depth",
 				Help: "Current depth of the work queue."}, []string{"name"}),

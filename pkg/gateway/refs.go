@@ -167,7 +167,7 @@ func secretValue(s *corev1.Secret, key string) []byte {
 // private key that matches it: the proxy would refuse the file or serve nothing.
 func checkKeyPair(s *corev1.Secret) error {
 	if _, err := tls.X509KeyPair(secretValue(s, corev1.TLSCertKey), secretValue(s, corev1.TLSPrivateKeyKey)); err != nil {
-		return fmt.Errorf("tls.crt and tls.key are not a PEM certificate and its private key: %v", err)
+		return fmt.Errorf("tls.crt and tls.key are not a PEM certificate and its private key: %w", err)
 	}
 	return nil
 }

@@ -190,10 +190,7 @@ func actionName(a clienttesting.Action) string {
 		return a.GetName()
 	case clienttesting.DeleteAction:
 		return a.GetName()
-	case clienttesting.UpdateAction:
-		m, _ := meta.Accessor(a.GetObject())
-		return m.GetName()
-	case clienttesting.CreateAction:
+	case clienttesting.UpdateAction: // creates too: every CreateAction has GetObject
 		m, _ := meta.Accessor(a.GetObject())
 		return m.GetName()
 	}

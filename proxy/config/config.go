@@ -222,7 +222,7 @@ type Duration struct {
 
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(d.Duration.String())
+	return json.Marshal(d.String())
 }
 
 // UnmarshalJSON reads a duration string, or a number of seconds.

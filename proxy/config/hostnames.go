@@ -81,7 +81,7 @@ func validHost(h string) error {
 		}
 		for i := 0; i < len(label); i++ {
 			ch := label[i]
-			if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-') {
+			if (ch < 'a' || ch > 'z') && (ch < 'A' || ch > 'Z') && (ch < '0' || ch > '9') && ch != '-' {
 				return fmt.Errorf("%q: label %q has invalid character %q", h, label, ch)
 			}
 		}

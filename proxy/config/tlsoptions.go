@@ -25,7 +25,7 @@ func (p TLSParams) Apply(c *tls.Config) {
 // Java protocol names. Go cannot negotiate below TLS 1.2 here, so the older names may be
 // disabled (a no-op) but never enabled.
 var protocolNames = map[string]uint16{
-	"SSLv2Hello": 0x0002, "SSLv3": tls.VersionSSL30, "TLSv1": tls.VersionTLS10, "TLSv1.1": tls.VersionTLS11,
+	"SSLv2Hello": 0x0002, "SSLv3": tls.VersionSSL30, "TLSv1": tls.VersionTLS10, "TLSv1.1": tls.VersionTLS11, //nolint:staticcheck // a Java name a user may disable
 	"TLSv1.2": tls.VersionTLS12, "TLSv1.3": tls.VersionTLS13,
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -183,11 +184,11 @@ func TestRewriteGolden(t *testing.T) {
 					for _, a := range addresses(t, key, v, in) {
 						var gotID int32
 						var hp string
-						fmt.Sscanf(a, "%d=%s", &gotID, &hp)
+						_, _ = fmt.Sscanf(a, "%d=%s", &gotID, &hp)
 						if gotID == id {
 							h, p, _ := strings.Cut(hp, ":")
 							var port int32
-							fmt.Sscanf(p, "%d", &port)
+							_, _ = fmt.Sscanf(p, "%d", &port)
 							return h, port
 						}
 					}
@@ -310,7 +311,7 @@ func TestAcksZeroProduceIsNotTracked(t *testing.T) {
 	pending := make(chan Pending, 200)
 	var out bytes.Buffer
 	err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil, nil)
-	if err != io.EOF {
+	if !errors.Is(err, io.EOF) {
 		t.Fatalf("err = %v", err)
 	}
 	var got []Pending
@@ -332,7 +333,7 @@ func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
 	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(KeyApiVersions)+1))
 	pending := make(chan Pending, 2)
 	var out bytes.Buffer
-	if err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil, nil); err != io.EOF {
+	if err := CopyRequests(bufio.NewReader(bytes.NewReader(stream)), bufio.NewWriter(&out), pending, 1<<20, nil, nil); !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	if out.Len() != 0 {

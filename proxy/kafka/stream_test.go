@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -138,7 +139,7 @@ func TestPassThrough(t *testing.T) {
 		}
 	}
 	src := bufio.NewReader(bytes.NewReader(data[:1000]))
-	if err := passThrough(io.Discard, src, 1001); err != io.EOF {
+	if err := passThrough(io.Discard, src, 1001); !errors.Is(err, io.EOF) {
 		t.Fatalf("a source one byte short gave %v, want io.EOF", err)
 	}
 }

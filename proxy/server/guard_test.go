@@ -63,7 +63,7 @@ func closedByProxy(c net.Conn) bool {
 		_, err := c.Read(make([]byte, 512))
 		if err != nil {
 			var ne net.Error
-			return !(errors.As(err, &ne) && ne.Timeout())
+			return !errors.As(err, &ne) || !ne.Timeout()
 		}
 	}
 }

@@ -239,7 +239,7 @@ func (s *Server) discover(ctx context.Context, r *vcRoute, lim config.Limits) er
 	md.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
 	mdResp := kmsg.NewPtrMetadataResponse()
 	if err := roundTrip(c, br, f, md, mdResp, 2, lim.MaxFrameBytes); err != nil {
-		return fmt.Errorf("Metadata v%d: %w", version, err)
+		return fmt.Errorf("the Metadata request (v%d): %w", version, err)
 	}
 	for _, b := range mdResp.Brokers {
 		r.state.learn(b.NodeID, b.Host, b.Port)

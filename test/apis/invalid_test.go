@@ -327,9 +327,10 @@ spec:
 			}
 			gvk := obj.GroupVersionKind()
 			resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: strings.ToLower(gvk.Kind) + "s"}
-			if gvk.Kind == "KafkaGatewayParameters" {
+			switch gvk.Kind {
+			case "KafkaGatewayParameters":
 				resource.Resource = "kafkagatewayparameters"
-			} else if gvk.Kind == "KafkaBackendTLSPolicy" {
+			case "KafkaBackendTLSPolicy":
 				resource.Resource = "kafkabackendtlspolicies"
 			}
 			_, err := dyn.Resource(resource).Namespace("invalid").Create(context.Background(), obj, metav1.CreateOptions{FieldValidation: "Strict"})

@@ -241,7 +241,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		for _, p := range cp.procs {
 			select {
 			case <-p.done:
-				return fmt.Errorf("%s exited early (%v); its log: %s", p.name, p.err, cp.tail(p.name))
+				return fmt.Errorf("%s exited early (%w); its log: %s", p.name, p.err, cp.tail(p.name))
 			default:
 			}
 		}

@@ -99,7 +99,7 @@ func GatewayAPICRDFiles() ([]string, error) {
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "config", "crd", "standard", "gateway.networking.k8s.io_*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no Gateway API CRDs in %s: %v", dir, err)
+		return nil, fmt.Errorf("no Gateway API CRDs in %s: %w", dir, err)
 	}
 	return files, nil
 }

@@ -117,7 +117,7 @@ func startOperator(name string) (*operator, error) {
 	}
 	if err := framework.WaitHTTP200(context.Background(), "http://"+health+"/readyz", waitLimit); err != nil {
 		_ = p.Stop(5 * time.Second)
-		return nil, fmt.Errorf("%v\n%s", err, p.Log())
+		return nil, fmt.Errorf("%w\n%s", err, p.Log())
 	}
 	return &operator{p: p}, nil
 }

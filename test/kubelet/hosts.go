@@ -81,7 +81,7 @@ func checkPrivateHosts() error {
 		}
 	}
 	if fi, err := os.Stat("/etc/hosts"); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("host aliases bind-mount a file over /etc/hosts, which is not a regular file here: %v", err)
+		return fmt.Errorf("host aliases bind-mount a file over /etc/hosts, which is not a regular file here: %w", err)
 	}
 	f, err := os.CreateTemp("", "kubelet-hosts-check-")
 	if err != nil {
