@@ -1,7 +1,6 @@
 package operator_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -13,19 +12,7 @@ import (
 // leader election in a namespace that does not exist: it exits at once with one line saying what
 // to do, instead of logging the same Lease error every retry period.
 func TestMissingLeaderElectionNamespace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("control-plane test")
-	}
-	ctx := context.Background()
-	cp, err := framework.Start(ctx, framework.Options{WithoutControllerManager: true, StrimziVersion: "none", WithoutGatewayAPI: true, Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, binary := startWithOperatorBinary(t, framework.Options{StrimziVersion: "none", WithoutGatewayAPI: true})
 	p, err := framework.StartProcess(t.TempDir(), "operator", binary,
 		"--kubeconfig="+cp.Kubeconfig, "--health-address="+framework.FreeAddress(), "--metrics-address=",
 		"--leader-elect=true", "--leader-election-namespace=no-such-namespace")

@@ -44,19 +44,8 @@ func TestOperatorExposesEveryMetricOfTheMonitoringPack(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	cp, err := framework.Start(ctx, framework.Options{WithoutControllerManager: true, Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	kubeconfig, _, err := cp.InstallOperatorRBAC(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, binary := startWithOperatorBinary(t, framework.Options{})
+	kubeconfig := operatorKubeconfig(t, cp)
 	const ns = "apps"
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -17,23 +17,9 @@ import (
 )
 
 func TestOperatorLeadsReportsReadyAndStopsCleanly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("control-plane test")
-	}
 	ctx := context.Background()
-	cp, err := framework.Start(ctx, framework.Options{WithoutControllerManager: true, Log: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	kubeconfig, _, err := cp.InstallOperatorRBAC(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cp, binary := startWithOperatorBinary(t, framework.Options{})
+	kubeconfig := operatorKubeconfig(t, cp)
 	dir := t.TempDir()
 	start := func(name string) (*framework.Process, string, string) {
 		health, metrics := framework.FreeAddress(), framework.FreeAddress()
