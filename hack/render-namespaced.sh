@@ -29,7 +29,7 @@ done
 # The operator's own permissions, per watched namespace; and the files kept as they are. A new file
 # in manifests/rbac must be added to one of the two lists.
 per_namespace="binding.yaml gateway.yaml operator.yaml"
-as_is="00-namespace.yaml leader-election.yaml servicebinding.yaml user-roles.yaml"
+as_is="00-namespace.yaml flowcontrol.yaml leader-election.yaml servicebinding.yaml user-roles.yaml"
 for f in "$root"/manifests/rbac/*.yaml; do
   case " $per_namespace $as_is " in
     *" $(basename "$f") "*) ;;

@@ -101,8 +101,12 @@ type Options struct {
 // AddFlags binds the options to flags with their defaults.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Requests per second to the API server (client-go's default of 5 is too slow for large gateways).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 100, "Burst of requests to the API server.")
+	// The API server's Priority and Fairness (the FlowSchema and PriorityLevelConfiguration in
+	// manifests/rbac/flowcontrol.yaml) shares it out between clients; this client-side limit is
+	// only a safety net against a hot loop, set well above what a large install needs (5,000
+	// connections took 3 m at 50 requests per second, most of it waiting on this limiter).
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 500, "Client-side safety limit on requests per second to the API server; the server's Priority and Fairness does the sharing (docs/install.md).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 1000, "Burst of requests to the API server above --kube-api-qps.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", commaList(&o.WatchNamespaces))
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":8080", "Address of the Prometheus /metrics endpoint; empty disables it.")
 	fs.StringVar(&o.HealthAddress, "health-address", ":8081", "Address of the /healthz and /readyz endpoints.")

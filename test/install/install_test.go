@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaycontroller"
@@ -99,7 +101,7 @@ func checkStored(t *testing.T, objs []*unstructured.Unstructured) {
 	mapper := map[string]string{ // kind -> resource, for what the chart renders
 		"ServiceAccount": "serviceaccounts", "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
 		"Role": "roles", "RoleBinding": "rolebindings", "Deployment": "deployments", "PodDisruptionBudget": "poddisruptionbudgets",
-		"Namespace": "namespaces",
+		"Namespace": "namespaces", "FlowSchema": "flowschemas", "PriorityLevelConfiguration": "prioritylevelconfigurations",
 	}
 	for _, o := range objs {
 		res, ok := mapper[o.GetKind()]
@@ -200,6 +202,48 @@ spec:
 	}
 }
 
+// checkPriorityLevel makes a request as the ServiceAccount and checks that the API server's
+// Priority and Fairness put it in the chart's priority level: the server names the level it
+// used in the X-Kubernetes-PF-PriorityLevel-UID response header.
+func checkPriorityLevel(t *testing.T, namespace, serviceAccount, level string) {
+	t.Helper()
+	ctx := context.Background()
+	plc, err := cp.Client.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, level, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cp.ServiceAccountConfig(ctx, namespace, serviceAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil {
+				got = resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID")
+			}
+			return resp, err
+		})
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got != string(plc.UID) {
+		t.Errorf("a request of ServiceAccount %s/%s ran in priority level UID %q, want %s's %s", namespace, serviceAccount, got, level, plc.UID)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper from a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // userRoles counts the ClusterRoles the chart offers others whatever the install mode:
 // kafkalink-servicebinding, kafkalink-edit and kafkalink-view. They grant the operator nothing.
 const userRoles = 3
@@ -211,7 +255,7 @@ func TestChartDefaultRender(t *testing.T) {
 	rendered := helmTemplate(t, "kafkalink", ns)
 	objs := decode(t, rendered)
 	got := kinds(objs)
-	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": 3 + userRoles, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1, "Deployment": 1, "PodDisruptionBudget": 1} {
+	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": 3 + userRoles, "ClusterRoleBinding": 3, "Role": 1, "RoleBinding": 1, "Deployment": 1, "PodDisruptionBudget": 1, "FlowSchema": 1, "PriorityLevelConfiguration": 1} {
 		if got[kind] != n {
 			t.Errorf("%d %s in the default render, want %d (all: %v)", got[kind], kind, n, got)
 		}
@@ -237,6 +281,7 @@ func TestChartDefaultRender(t *testing.T) {
 	checkStored(t, objs)
 
 	runOperator(t, ns, "kafkalink-operator")
+	checkPriorityLevel(t, ns, "kafkalink-operator", "kafkalink-operator")
 	createNamespace(t, "app-default")
 	waitConnectionReason(t, "app-default", "KafkaNotFound")
 }
@@ -249,7 +294,7 @@ func TestChartWatchNamespacesRender(t *testing.T) {
 	rendered := helmTemplate(t, "teams", ns, "watchNamespaces={team-a,team-b}", "replicas=1")
 	objs := decode(t, rendered)
 	got := kinds(objs)
-	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": userRoles, "ClusterRoleBinding": 0, "Role": 3, "RoleBinding": 3, "Deployment": 1, "PodDisruptionBudget": 0} {
+	for kind, n := range map[string]int{"ServiceAccount": 1, "ClusterRole": userRoles, "ClusterRoleBinding": 0, "Role": 3, "RoleBinding": 3, "Deployment": 1, "PodDisruptionBudget": 0, "FlowSchema": 1, "PriorityLevelConfiguration": 1} {
 		if got[kind] != n {
 			t.Errorf("%d %s in the watchNamespaces render, want %d (all: %v)", got[kind], kind, n, got)
 		}
