@@ -158,7 +158,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		}
 	}
 	var err error
-	r.strimzi, err = newStrimziWatch(env.Clients.Dynamic, env.Clients.Discovery, ns, enqueueAll, func(kind string) cache.ResourceEventHandler {
+	r.strimzi, err = newStrimziWatch(env.Informers.Kafkas, env.Clients.Dynamic, env.Clients.Discovery, ns, enqueueAll, func(kind string) cache.ResourceEventHandler {
 		if kind == strimzi.KindKafka {
 			return controller.MapHandler(r.kafkaToConnections, c)
 		}

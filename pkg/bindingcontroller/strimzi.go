@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -21,21 +20,15 @@ type strimziWatch struct {
 	kafkas, users *controller.OptionalInformer
 }
 
-// newStrimziWatch makes the optional informers and adds the controller's handlers and callback;
-// start starts them.
-func newStrimziWatch(dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string, onServed func(),
+// newStrimziWatch makes the KafkaUser informer, takes the process's shared Kafka informer
+// (operator.Informers.Kafkas, which the gateway controller reads too), and adds the controller's
+// handlers and callback; start starts them.
+func newStrimziWatch(kafkas *controller.OptionalInformer, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string, onServed func(),
 	handler func(kind string) cache.ResourceEventHandler) (*strimziWatch, error) {
-	gvrs := func(resource string) []schema.GroupVersionResource {
-		return []schema.GroupVersionResource{
-			{Group: strimzi.Group, Version: strimzi.VersionV1, Resource: resource},
-			{Group: strimzi.Group, Version: strimzi.VersionV1beta2, Resource: resource},
-		}
-	}
 	w := &strimziWatch{
-		kafkas: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi Kafka", GVRs: gvrs(strimzi.ResourceKafkas),
-			Namespace: namespace, Dynamic: dyn, Discovery: disc, Transform: pruneKafka}),
-		users: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi KafkaUser", GVRs: gvrs(strimzi.ResourceKafkaUsers),
-			Namespace: namespace, Dynamic: dyn, Discovery: disc, Transform: pruneKafkaUser,
+		kafkas: kafkas,
+		users: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi KafkaUser", GVRs: strimzi.GVRs(strimzi.ResourceKafkaUsers),
+			Namespace: namespace, Dynamic: dyn, Discovery: disc, Transform: strimzi.PruneKafkaUser,
 			Indexers: cache.Indexers{indexUserSecret: indexUserBySecret}}),
 	}
 	for kind, o := range map[string]*controller.OptionalInformer{strimzi.KindKafka: w.kafkas, strimzi.KindKafkaUser: w.users} {
@@ -51,7 +44,7 @@ func newStrimziWatch(dyn dynamic.Interface, disc discovery.DiscoveryInterface, n
 // connections never flap through StrimziNotInstalled at start-up, then keeps checking in the
 // background while Strimzi is missing.
 func (w *strimziWatch) start(ctx context.Context) {
-	w.kafkas.Start(ctx)
+	w.kafkas.Start(ctx) // shared: a second Start does nothing
 	w.users.Start(ctx)
 }
 
@@ -118,45 +111,4 @@ func indexUserBySecret(obj any) ([]string, error) {
 		name = s
 	}
 	return []string{cache.NewObjectName(u.GetNamespace(), name).String()}, nil
-}
-
-// pruneKafka keeps only what strimzi.ParseKafka reads: a Kafka's spec carries the whole broker
-// configuration, which kafkalink never needs to hold.
-func pruneKafka(obj any) (any, error) {
-	return prune(obj, [][]string{{"spec", "kafka", "listeners"}, {"status"}}), nil
-}
-
-// pruneKafkaUser keeps only what strimzi.ParseKafkaUser reads; ACLs and quotas can be large and
-// there may be thousands of users.
-func pruneKafkaUser(obj any) (any, error) {
-	return prune(obj, [][]string{{"spec", "authentication"}, {"status"}}), nil
-}
-
-func prune(obj any, keep [][]string) any {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj
-	}
-	out := map[string]any{
-		"apiVersion": u.Object["apiVersion"],
-		"kind":       u.Object["kind"],
-	}
-	meta := map[string]any{}
-	if m, ok := u.Object["metadata"].(map[string]any); ok {
-		for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp"} {
-			if v, ok := m[k]; ok {
-				meta[k] = v
-			}
-		}
-	}
-	out["metadata"] = meta
-	for _, path := range keep {
-		v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
-		if err != nil || !found {
-			continue
-		}
-		_ = unstructured.SetNestedField(out, v, path...)
-	}
-	u.Object = out
-	return u
 }

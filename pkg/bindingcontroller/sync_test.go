@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
@@ -117,33 +116,6 @@ func TestDigestTransformIsIdempotentAndMatchesDesiredData(t *testing.T) {
 	}
 	if dataDigest(map[string][]byte{"ab": []byte("c")}) == dataDigest(map[string][]byte{"a": []byte("bc")}) {
 		t.Fatal("digests collide by concatenation")
-	}
-}
-
-func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
-	obj := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "kafka.strimzi.io/v1", "kind": "Kafka",
-		"metadata": map[string]any{"name": "k", "namespace": "ns", "generation": int64(2), "annotations": map[string]any{"big": "x"}},
-		"spec": map[string]any{"kafka": map[string]any{
-			"config":    map[string]any{"big": "x"},
-			"listeners": []any{map[string]any{"name": "plain", "port": int64(9092), "type": "internal", "tls": false}},
-		}},
-		"status": map[string]any{"observedGeneration": int64(2), "listeners": []any{map[string]any{"name": "plain", "bootstrapServers": "b:9092"}}},
-	}}
-	pruned, _ := pruneKafka(obj)
-	u := pruned.(*unstructured.Unstructured)
-	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "kafka", "config"); found {
-		t.Error("spec.kafka.config kept")
-	}
-	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found {
-		t.Error("annotations kept")
-	}
-	k, err := strimzi.ParseKafka(u.Object)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k.Name != "k" || k.Namespace != "ns" || k.Generation != 2 || len(k.Listeners) != 1 || len(k.Status.Listeners) != 1 {
-		t.Errorf("parsed after pruning: %+v", k)
 	}
 }
 

@@ -45,6 +45,7 @@ import (
 	kafkalinkscheme "github.com/kafkalink/kafkalink/generated/clientset/versioned/scheme"
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/version"
 )
 
@@ -172,6 +173,10 @@ type Informers struct {
 	// (v1beta1 or v1) the cluster serves. Until the API is served it is not Ready, and
 	// cross-namespace references report RefNotPermitted.
 	ReferenceGrants *controller.OptionalInformer
+	// Kafkas and KafkaNodePools watch Strimzi's kinds, optional APIs too (kafka.strimzi.io v1 or
+	// v1beta2), pruned to what package strimzi parses: the binding controller reads Kafkas, the
+	// gateway controller both, through these shared informers.
+	Kafkas, KafkaNodePools *controller.OptionalInformer
 }
 
 // Resources of Gateway API's ReferenceGrant, in order of preference.
@@ -196,6 +201,12 @@ func newInformers(c Clients, namespace string) Informers {
 			Discovery: c.Discovery,
 			Transform: typedReferenceGrant,
 		}),
+		Kafkas: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi Kafka",
+			GVRs: strimzi.GVRs(strimzi.ResourceKafkas), Namespace: namespace, Dynamic: c.Dynamic, Discovery: c.Discovery,
+			Transform: strimzi.PruneKafka}),
+		KafkaNodePools: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi KafkaNodePool",
+			GVRs: strimzi.GVRs(strimzi.ResourceKafkaNodePools), Namespace: namespace, Dynamic: c.Dynamic, Discovery: c.Discovery,
+			Transform: strimzi.PruneKafkaNodePool}),
 	}
 }
 
@@ -218,6 +229,8 @@ func (i Informers) start(ctx context.Context) {
 	i.Kube.Start(ctx.Done())
 	i.KafkaLink.Start(ctx.Done())
 	i.ReferenceGrants.Start(ctx)
+	i.Kafkas.Start(ctx)
+	i.KafkaNodePools.Start(ctx)
 }
 
 func (i Informers) shutdown() {

@@ -48,6 +48,14 @@ func ParseKafka(obj map[string]any) (*Kafka, error) {
 	if k.ListenerForm, k.Listeners, err = parseListeners(kafka["listeners"], "spec.kafka.listeners"); err != nil {
 		return nil, err
 	}
+	replicas, err := optInt64(kafka, "replicas", "spec.kafka.replicas")
+	if err != nil {
+		return nil, err
+	}
+	if replicas < 0 || replicas > MaxReplicas {
+		return nil, fieldErr("spec.kafka.replicas", "must be from 0 to %d, got %d", MaxReplicas, replicas)
+	}
+	k.Replicas = int32(replicas)
 	status, err := optMap(obj, "status", "status")
 	if err != nil {
 		return nil, err
@@ -429,6 +437,11 @@ func optInt64(m map[string]any, key, path string) (int64, error) {
 	if !ok || v == nil {
 		return 0, nil
 	}
+	return intValue(v, path)
+}
+
+// intValue reads an integer in any of the forms JSON decoders give it.
+func intValue(v any, path string) (int64, error) {
 	switch n := v.(type) {
 	case int64:
 		return n, nil

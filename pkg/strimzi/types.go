@@ -130,7 +130,9 @@ type Kafka struct {
 	ListenerForm ListenerForm
 	// Listeners are in spec order (plain, tls, external for the object form).
 	Listeners []Listener
-	Status    KafkaStatus
+	// Replicas is spec.kafka.replicas, the broker count of a Kafka without node pools.
+	Replicas int32
+	Status   KafkaStatus
 }
 
 // KafkaStatus holds the status fields of a Kafka that kafkalink reads.

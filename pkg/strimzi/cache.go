@@ -1,0 +1,62 @@
+package strimzi
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GVRs are a Strimzi resource in the versions kafkalink reads, newest first: an informer watches
+// the first the cluster serves.
+func GVRs(resource string) []schema.GroupVersionResource {
+	return []schema.GroupVersionResource{
+		{Group: Group, Version: VersionV1, Resource: resource},
+		{Group: Group, Version: VersionV1beta2, Resource: resource},
+	}
+}
+
+// Cache transforms: each keeps only what its Parse function reads, so an informer holds a small
+// part of objects that can be large (a Kafka's spec carries the whole broker configuration, a
+// KafkaUser its ACLs and quotas, and there may be thousands of users).
+func PruneKafka(obj any) (any, error) {
+	return prune(obj, [][]string{{"spec", "kafka", "listeners"}, {"spec", "kafka", "replicas"}, {"status"}}), nil
+}
+
+// PruneKafkaUser is the cache transform of KafkaUsers (see PruneKafka).
+func PruneKafkaUser(obj any) (any, error) {
+	return prune(obj, [][]string{{"spec", "authentication"}, {"status"}}), nil
+}
+
+// PruneKafkaNodePool is the cache transform of KafkaNodePools (see PruneKafka).
+func PruneKafkaNodePool(obj any) (any, error) {
+	return prune(obj, [][]string{{"metadata", "labels", LabelCluster}, {"spec", "roles"}, {"status", "nodeIds"}}), nil
+}
+
+// prune keeps an object's identity and the fields at the given paths.
+func prune(obj any, keep [][]string) any {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj
+	}
+	out := map[string]any{
+		"apiVersion": u.Object["apiVersion"],
+		"kind":       u.Object["kind"],
+	}
+	meta := map[string]any{}
+	if m, ok := u.Object["metadata"].(map[string]any); ok {
+		for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp"} {
+			if v, ok := m[k]; ok {
+				meta[k] = v
+			}
+		}
+	}
+	out["metadata"] = meta
+	for _, path := range keep {
+		v, found, err := unstructured.NestedFieldNoCopy(u.Object, path...)
+		if err != nil || !found {
+			continue
+		}
+		_ = unstructured.SetNestedField(out, v, path...)
+	}
+	u.Object = out
+	return u
+}
