@@ -31,18 +31,19 @@ func (t *translator) attachRoutes(res *Result) {
 			if !t.refersTo(pr) {
 				continue
 			}
-			accepted, resolved := tooBig, (*refProblem)(nil)
+			accepted, resolved, brokers := tooBig, (*refProblem)(nil), (*metav1.Condition)(nil)
 			if tooBig == nil {
-				accepted, resolved = t.attach(route, pr)
+				accepted, resolved, brokers = t.attach(route, pr)
 			}
-			parents = append(parents, routeParentStatus(route, pr, accepted, resolved))
+			parents = append(parents, routeParentStatus(route, pr, accepted, resolved, brokers))
 		}
 		res.RouteParents[route.Name] = limitTo(parents, maxRouteParentStatuses)
 	}
 }
 
-// routeParentStatus is the status entry of one parentRef: Accepted and ResolvedRefs.
-func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference, accepted, resolved *refProblem) kroxyliciousv1alpha1.RouteParentStatus {
+// routeParentStatus is the status entry of one parentRef: Accepted and ResolvedRefs, and
+// BrokerIDsMatch when brokers is set.
+func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference, accepted, resolved *refProblem, brokers *metav1.Condition) kroxyliciousv1alpha1.RouteParentStatus {
 	ref := kroxyliciousv1alpha1.ParentReference{Group: pr.Group, Kind: pr.Kind, Name: pr.Name, SectionName: pr.SectionName}
 	if ref.Group == nil {
 		g := gatewaymodel.Group
@@ -60,9 +61,11 @@ func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1
 	if resolved != nil {
 		rr = Condition(ConditionResolvedRefs, false, resolved.reason, resolved.message, route.Generation)
 	}
-	return kroxyliciousv1alpha1.RouteParentStatus{
-		ParentRef: ref, ControllerName: ControllerName, Conditions: []metav1.Condition{acc, rr},
+	conds := []metav1.Condition{acc, rr}
+	if brokers != nil {
+		conds = append(conds, *brokers)
 	}
+	return kroxyliciousv1alpha1.RouteParentStatus{ParentRef: ref, ControllerName: ControllerName, Conditions: conds}
 }
 
 // sortedRoutes orders routes as Gateway API orders conflicting routes: oldest first, then by name.
@@ -114,24 +117,25 @@ func routeLimitProblem(route *kroxyliciousv1alpha1.KafkaRoute) *refProblem {
 	return nil
 }
 
-// attach attaches one parentRef of a route and returns its Accepted and ResolvedRefs problems.
-// A parentRef refused before its references are resolved still has them resolved, for the
-// ResolvedRefs condition, with their effects thrown away.
-func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) (accepted, resolved *refProblem) {
+// attach attaches one parentRef of a route and returns its Accepted and ResolvedRefs problems,
+// and for a Kafka backend that also lists brokers, whether they match. A parentRef refused before
+// its references are resolved still has them resolved, for the ResolvedRefs condition, with
+// their effects thrown away.
+func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) (accepted, resolved *refProblem, brokers *metav1.Condition) {
 	// 1. Select the listeners (sectionName, or all) that take routes.
 	listeners, p := t.selectListeners(pr)
 	if p != nil {
-		return p, t.refsProblem(route, pr)
+		return p, t.refsProblem(route, pr), nil
 	}
-	// 2. The broker ids, which give the per-broker hosts.
-	ids, p := brokerIDs(pr)
+	// 2. The broker ids, which give the per-broker hosts: listed, or a Kafka backend's.
+	ids, brokers, p := t.parentBrokerIDs(route, pr)
 	if p != nil {
-		return p, t.refsProblem(route, pr)
+		return p, t.refsProblem(route, pr), nil
 	}
 	// 3. The hosts: each hostname resolved to bootstrap and broker hosts and an exposure.
 	hosts, p := t.hosts(pr)
 	if p != nil {
-		return p, t.refsProblem(route, pr)
+		return p, t.refsProblem(route, pr), brokers
 	}
 	// 4. The references (backend, filters, upstream TLS), with their effects held back in fx.
 	fx := newEffects()
@@ -139,18 +143,28 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	// 5. The plan: the virtual clusters, Services and Routes the parentRef adds.
 	plan := t.plan(route.Name, listeners, hosts, ids, b, resolved == nil)
 	if p := t.checkPlan(route.Name, plan); p != nil {
-		return p, resolved
+		return p, resolved, brokers
 	}
 	// 6. Claims: no clash with itself, earlier routes, or objects the gateway does not control.
 	if p := t.checkClaims(route.Name, plan); p != nil {
-		return p, resolved
+		return p, resolved, brokers
 	}
 	// 7. Commit: the parentRef is accepted; its effects count once its references resolve.
 	t.commit(route.Name, plan, listeners)
 	if resolved == nil {
 		t.apply(fx)
 	}
-	return nil, resolved
+	return nil, resolved, brokers
+}
+
+// parentBrokerIDs are a parentRef's broker ids: its Kafka backend's broker nodes
+// (kafkaBrokerIDs), or the brokers it lists.
+func (t *translator) parentBrokerIDs(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) ([]int32, *metav1.Condition, *refProblem) {
+	if ref, ok := kafkaRef(pr); ok {
+		return t.kafkaBrokerIDs(route, pr, ref)
+	}
+	ids, p := brokerIDs(pr)
+	return ids, nil, p
 }
 
 // selectListeners are the accepted listeners a parentRef attaches to: its sectionName, or every
@@ -276,6 +290,7 @@ func (t *translator) plan(route string, listeners []*listenerState, hosts []gate
 				BootstrapHost:   h.Bootstrap,
 				BrokerPattern:   h.BrokerPattern,
 				TargetBootstrap: b.target,
+				UpstreamBrokers: b.brokers,
 				UpstreamTLS:     b.upstream,
 				Filters:         b.filters,
 				AdvertisedPort:  gatewaymodel.AdvertisedPort(h.Exposure, t.parentRefs),

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -20,10 +19,15 @@ import (
 
 // backend is where a parentRef's virtual clusters send traffic, and how.
 type backend struct {
-	target   string // host:port of the backend Service, a fully qualified name
+	target   string // host:port of the bootstrap, a fully qualified name
+	brokers  []config.UpstreamBroker
 	upstream *config.UpstreamTLS
 	filters  []config.Filter
 }
+
+// upstreamFunc resolves a backend's upstream TLS, with the Secrets it needs recorded in fx; nil
+// settings mean plain TCP.
+type upstreamFunc func(fx *effects) (*config.UpstreamTLS, *refProblem)
 
 // policyState is a KafkaBackendTLSPolicy and what this gateway found out about it.
 type policyState struct {
@@ -41,37 +45,50 @@ func (t *translator) refsProblem(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 	return p
 }
 
-// resolveRefs resolves the backend Service, the filters and the upstream TLS of a parentRef's
-// rule, with the Secrets they need recorded in fx. The backend's target is known as soon as the
-// Service resolves, even when a later reference does not.
+// resolveRefs resolves the backend (a Service or a Strimzi Kafka), the filters and the upstream
+// TLS of a parentRef's rule, with the Secrets they need recorded in fx. The backend's target is
+// known as soon as the backend resolves, even when a later reference does not.
 func (t *translator) resolveRefs(fx *effects, route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) (backend, *refProblem) {
 	if len(pr.Rules) != 1 || len(pr.Rules[0].BackendRefs) != 1 {
 		return backend{}, &refProblem{ReasonUnsupportedValue, "exactly one rule with exactly one backendRef is supported"}
 	}
 	rule := pr.Rules[0]
-	svc, svcPort, p := t.backendService(route, rule.BackendRefs[0])
+	b, upstream, p := t.resolveBackend(route, rule.BackendRefs[0])
 	if p != nil {
-		return backend{}, p
+		return b, p
 	}
-	b := backend{target: t.serviceTarget(svc, svcPort.Port)}
 	filters, p := t.routeFilters(fx, route, rule.Filters)
 	if p != nil {
 		return b, p
 	}
 	b.filters = filters
-	upstream, p := t.upstreamTLS(fx, svc, *svcPort)
+	up, p := upstream(fx)
 	if p != nil {
 		return b, p
 	}
-	b.upstream = upstream
+	b.upstream = up
 	return b, nil
+}
+
+// resolveBackend finds a backendRef's target and how its upstream TLS resolves: a Service's from
+// the KafkaBackendTLSPolicy that targets it, a Kafka's from its listener (kafka.go).
+func (t *translator) resolveBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref kroxyliciousv1alpha1.BackendReference) (backend, upstreamFunc, *refProblem) {
+	if IsKafkaRef(ref) {
+		return t.kafkaBackend(route, ref)
+	}
+	svc, svcPort, p := t.backendService(route, ref)
+	if p != nil {
+		return backend{}, nil, p
+	}
+	upstream := func(fx *effects) (*config.UpstreamTLS, *refProblem) { return t.upstreamTLS(fx, svc, *svcPort) }
+	return backend{target: t.serviceTarget(svc, svcPort.Port)}, upstream, nil
 }
 
 // backendService finds the Service and port a backendRef names, in the route's namespace or,
 // granted by a ReferenceGrant, another visible one.
 func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kroxyliciousv1alpha1.BackendReference) (*corev1.Service, *corev1.ServicePort, *refProblem) {
 	if b.Group != nil && *b.Group != gatewaymodel.CoreGroup || b.Kind != nil && *b.Kind != gatewaymodel.KindService {
-		return nil, nil, &refProblem{ReasonInvalidKind, "backendRefs must name a core Service"}
+		return nil, nil, &refProblem{ReasonInvalidKind, "backendRefs must name a core Service or a Strimzi Kafka"}
 	}
 	ns := gatewaymodel.RefNamespace(b.Namespace, route.Namespace)
 	name := string(b.Name)
@@ -103,11 +120,17 @@ func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kr
 // serviceTarget is the address of a Service port: a fully qualified name with the root dot, so
 // no resolv.conf search list or public DNS can turn it into another host.
 func (t *translator) serviceTarget(svc *corev1.Service, port int32) string {
+	return fmt.Sprintf("%s.%s.%s.:%d", svc.Name, svc.Namespace, t.clusterDomain(), port)
+}
+
+// clusterDomain is the in-cluster DNS suffix of Services (--cluster-domain), svc.cluster.local
+// by default.
+func (t *translator) clusterDomain() string {
 	domain := strings.Trim(t.s.Env.ClusterDomain, ".")
 	if domain == "" {
 		domain = "svc.cluster.local"
 	}
-	return fmt.Sprintf("%s.%s.%s.:%d", svc.Name, svc.Namespace, domain, port)
+	return domain
 }
 
 // routeFilters resolves a rule's KafkaFilters into proxy filters, with the Secrets their
@@ -258,7 +281,10 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 	var msgs []string
 	reason := ReasonInvalidCACertificateRef
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
-		keys := t.caKeys(ref, p.Namespace)
+		keys := strimzi.CACertEntries(nil)
+		if secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, p.Namespace), Name: string(ref.Name)}]; secret != nil {
+			keys = caKeysOf(secret)
+		}
 		secret, prob := t.secretRef(fx, ref, gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, keys, ReasonInvalidCACertificateRef, nil)
 		if prob != nil {
 			if prob.reason == ReasonRefNotPermitted || prob.reason == ReasonInvalidKind {
@@ -276,15 +302,4 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 		ps.resolved = &refProblem{reason, strings.Join(msgs, "; ")}
 	}
 	ps.tls = up
-}
-
-// caKeys lists the CA certificate entries of a trust Secret, by the Strimzi CA-renewal rule
-// (strimzi.CACertEntries): ca.crt, then every ca-<date>.crt an unfinished renewal keeps.
-func (t *translator) caKeys(ref kroxyliciousv1alpha1.SecretObjectReference, fromNS string) []string {
-	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, fromNS), Name: string(ref.Name)}]
-	if secret == nil {
-		return strimzi.CACertEntries(nil)
-	}
-	keys := slices.Collect(maps.Keys(secret.Data))
-	return strimzi.CACertEntries(slices.AppendSeq(keys, maps.Keys(secret.StringData)))
 }

@@ -24,6 +24,7 @@ import (
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/internal/golden"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -32,6 +33,7 @@ type testEnvironment struct {
 	ClusterDomain     string      `json:"clusterDomain"`
 	OpenShiftRoutes   *bool       `json:"openShiftRoutes"`
 	TLSRoutes         *bool       `json:"tlsRoutes"`
+	StrimziKafkas     *bool       `json:"strimziKafkas"`
 	VisibleNamespaces []string    `json:"visibleNamespaces"`
 	TLSRouteTimeout   string      `json:"tlsRouteTimeout"`
 	Now               string      `json:"now"`
@@ -49,7 +51,7 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	t.Helper()
 	s := &Snapshot{Env: Environment{
 		ClusterDomain: "svc.cluster.local", ProxyImage: "ghcr.io/kafkalink/kafkalink-proxy:test",
-		OpenShiftRoutes: true, TLSRoutes: true, TLSRouteTimeout: 5 * time.Minute,
+		OpenShiftRoutes: true, TLSRoutes: true, StrimziKafkas: true, TLSRouteTimeout: 5 * time.Minute,
 		Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
 	}}
 	var gateways []*kroxyliciousv1alpha1.KafkaGateway
@@ -148,6 +150,22 @@ func loadCase(t *testing.T, path string) *Snapshot {
 				o := &gatewayv1.TLSRoute{}
 				into(o)
 				s.TLSRoutes = append(s.TLSRoutes, o)
+			case strimzi.KindKafka:
+				var obj map[string]any
+				into(&obj)
+				k, err := strimzi.ParseKafka(obj)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				s.Kafkas = append(s.Kafkas, k)
+			case strimzi.KindKafkaNodePool:
+				var obj map[string]any
+				into(&obj)
+				p, err := strimzi.ParseKafkaNodePool(obj)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				s.NodePools = append(s.NodePools, p)
 			default:
 				t.Fatalf("%s: unexpected kind %q", path, head.Kind)
 			}
@@ -162,6 +180,9 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	}
 	if env.TLSRoutes != nil {
 		s.Env.TLSRoutes = *env.TLSRoutes
+	}
+	if env.StrimziKafkas != nil {
+		s.Env.StrimziKafkas = *env.StrimziKafkas
 	}
 	s.Env.VisibleNamespaces = env.VisibleNamespaces
 	s.Env.FilterTypes = env.FilterTypes

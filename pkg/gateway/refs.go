@@ -200,5 +200,8 @@ func (t *translator) permittedCopies() map[string]bool {
 			add(ref, gatewaymodel.KindPolicy, p.Namespace)
 		}
 	}
+	for name := range t.kafkaCACopies() {
+		keep[name] = true
+	}
 	return keep
 }

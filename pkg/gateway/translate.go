@@ -12,6 +12,7 @@ import (
 
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -38,6 +39,7 @@ type translator struct {
 	gen      int64  // the gateway's generation, for its conditions
 	services map[types.NamespacedName]*corev1.Service
 	secrets  map[types.NamespacedName]*corev1.Secret
+	kafkas   map[types.NamespacedName]*strimzi.Kafka
 	filters  map[string]*filterv1alpha1.KafkaFilter // KafkaFilters of the gateway's namespace
 	foreign  map[ObjectKey]bool                     // names held by objects the gateway does not control
 
@@ -144,6 +146,12 @@ func newTranslator(s *Snapshot) *translator {
 	for _, o := range s.Secrets {
 		if o != nil {
 			t.secrets[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o
+		}
+	}
+	t.kafkas = map[types.NamespacedName]*strimzi.Kafka{}
+	for _, k := range s.Kafkas {
+		if k != nil {
+			t.kafkas[types.NamespacedName{Namespace: k.Namespace, Name: k.Name}] = k
 		}
 	}
 	for _, o := range s.Filters {

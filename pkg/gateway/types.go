@@ -15,6 +15,7 @@ import (
 	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -115,7 +116,17 @@ const (
 	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonDeploymentNotAvailable: the proxy Deployment does not report Available.
 	ReasonDeploymentNotAvailable = "DeploymentNotAvailable"
+	// ReasonKafkaNotReady: a Strimzi Kafka backend has not reported its listener or has no
+	// broker nodes yet.
+	ReasonKafkaNotReady = "KafkaNotReady"
+	// ReasonBrokerIDsMatch and ReasonBrokerIDsMismatch are the reasons of ConditionBrokerIDsMatch.
+	ReasonBrokerIDsMatch    = "BrokerIDsMatch"
+	ReasonBrokerIDsMismatch = "BrokerIDsMismatch"
 )
+
+// ConditionBrokerIDsMatch is a route parent condition, present when a parentRef with a Strimzi
+// Kafka backend also lists brokers: whether they are the Kafka's broker node ids.
+const ConditionBrokerIDsMatch = "BrokerIDsMatch"
 
 // Kinds of the foreign objects the translator generates.
 var (
@@ -139,6 +150,9 @@ type Environment struct {
 	OpenShiftRoutes bool
 	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.
 	TLSRoutes bool
+	// StrimziKafkas reports whether Strimzi's Kafka API is served, for the message of a Kafka
+	// backend that is not found.
+	StrimziKafkas bool
 	// VisibleNamespaces are the namespaces whose objects the snapshot can hold; nil means all.
 	// A reference into another namespace cannot be checked, so it is refused.
 	VisibleNamespaces []string
@@ -182,6 +196,12 @@ type Snapshot struct {
 	// Services are the backend Services the routes name, and the gateway's own Services
 	// (whose load balancer status gives the addresses).
 	Services []*corev1.Service
+	// Kafkas are the Strimzi Kafkas the routes name as backends, parsed; KafkaErrors are those
+	// that could not be parsed, with why.
+	Kafkas      []*strimzi.Kafka
+	KafkaErrors map[types.NamespacedName]error
+	// NodePools are the KafkaNodePools of those Kafkas' namespaces.
+	NodePools []*strimzi.KafkaNodePool
 	// Secrets are the Secrets the gateway, routes, filters and policies name.
 	Secrets []*corev1.Secret
 	// ReferenceGrants are the ReferenceGrants of every visible namespace.

@@ -143,11 +143,29 @@ func Brokers(k *Kafka, pools []*KafkaNodePool) []Broker {
 // listeners, <cluster>-kafka-<listener>-bootstrap for the others, which Strimzi gives their own
 // Services.
 func (k *Kafka) BootstrapHost(l Listener) string {
-	name := k.Name + "-kafka-bootstrap"
-	if !l.sharesInternalServices() {
-		name = k.Name + "-kafka-" + l.Name + "-bootstrap"
+	return k.BootstrapService(l) + "." + k.Namespace + ".svc"
+}
+
+// BootstrapService is the name of a listener's bootstrap Service (see BootstrapHost).
+func (k *Kafka) BootstrapService(l Listener) string {
+	if l.sharesInternalServices() {
+		return k.Name + "-kafka-bootstrap"
 	}
-	return name + "." + k.Namespace + ".svc"
+	return k.Name + "-kafka-" + l.Name + "-bootstrap"
+}
+
+// ServicePortName is the name Strimzi gives a listener's port on its Services: tcp-<listener>,
+// but the names of the old object form for listeners that look like its plain, tls and external.
+func (l Listener) ServicePortName() string {
+	switch {
+	case l.Name == OldPlainName && l.Port == OldPlainPort && l.Type == ListenerInternal:
+		return "tcp-clients"
+	case l.Name == OldTLSName && l.Port == OldTLSPort && l.Type == ListenerInternal:
+		return "tcp-clientstls"
+	case l.Name == OldExternalName && l.Port == OldExternalPort:
+		return "tcp-external"
+	}
+	return "tcp-" + l.Name
 }
 
 // BrokerHost is the in-cluster host name (ending in .svc, without the cluster domain) at which a

@@ -138,6 +138,12 @@ type VirtualCluster struct {
 	AdvertisedPort int32 `json:"advertisedPort,omitempty"`
 	// TargetBootstrap is the upstream bootstrap address, host:port.
 	TargetBootstrap string `json:"targetBootstrap"`
+	// UpstreamBrokers, when set, are the upstream addresses of the brokers, by node id: the
+	// proxy connects to them directly and never asks the bootstrap for broker addresses with a
+	// Metadata request of its own. The operator writes them for a Strimzi Kafka backend, whose
+	// naming it knows. A node id not listed is unknown. Empty means the addresses are learned from
+	// the Metadata responses the proxy relays, or asked for when unknown.
+	UpstreamBrokers []UpstreamBroker `json:"upstreamBrokers,omitempty"`
 	// UpstreamTLS, when set, makes upstream connections use TLS.
 	UpstreamTLS *UpstreamTLS `json:"upstreamTLS,omitempty"`
 	// Filters are Kroxylicious filters. kafkalink-proxy implements none, so a virtual cluster

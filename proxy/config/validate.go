@@ -111,6 +111,7 @@ func (c *Config) Validate() error {
 		if err := validHostPort(vc.TargetBootstrap); err != nil {
 			errs.add(p+".targetBootstrap", "%v", err)
 		}
+		validateUpstreamBrokers(&errs, p+".upstreamBrokers", vc.UpstreamBrokers)
 		if u := vc.UpstreamTLS; u != nil {
 			if (u.CertificateFile == "") != (u.PrivateKeyFile == "") {
 				errs.add(p+".upstreamTLS", "certificateFile and privateKeyFile go together")

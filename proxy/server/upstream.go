@@ -187,6 +187,14 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 // Metadata request to the target bootstrap when it is not known yet (after a restart, or
 // on another replica than the one that relayed the client's metadata).
 func (s *Server) brokerAddress(ctx context.Context, r *vcRoute, id int32, lim config.Limits) (string, error) {
+	if len(r.cfg.UpstreamBrokers) > 0 {
+		// Configured addresses are the whole truth: no discovery, so a SASL-only bootstrap
+		// never sees an unauthenticated request from the proxy.
+		if a, ok := r.cfg.UpstreamBroker(id); ok {
+			return a, nil
+		}
+		return "", fmt.Errorf("broker %d is not one of the %d brokers configured for %s", id, len(r.cfg.UpstreamBrokers), r.cfg.Name)
+	}
 	if a, ok := r.state.get(id); ok {
 		return a, nil
 	}

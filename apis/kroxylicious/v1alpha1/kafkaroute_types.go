@@ -44,7 +44,7 @@ const (
 
 // KafkaRouteSpec is the route.
 //
-// +kubebuilder:validation:XValidation:rule="self.parentRefs.map(p, size(p.hostnames) * (p.brokers.map(b, size(b.advertisedBrokerIds)).sum() + 1)).sum() <= 1024",message="the route asks for more than 1024 hosts: the sum over parentRefs of len(hostnames) x (broker ids + 1) must be at most 1024, as each host needs its own Service"
+// +kubebuilder:validation:XValidation:rule="self.parentRefs.map(p, size(p.hostnames) * ((has(p.brokers) ? p.brokers.map(b, size(b.advertisedBrokerIds)).sum() : 0) + 1)).sum() <= 1024",message="the route asks for more than 1024 hosts: the sum over parentRefs of len(hostnames) x (broker ids + 1) must be at most 1024, as each host needs its own Service"
 type KafkaRouteSpec struct {
 	// ParentRefs are the gateway listeners the route attaches to.
 	// +required
@@ -58,7 +58,8 @@ type KafkaRouteSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.group) || self.group == 'kroxylicious.io'",message="group must be kroxylicious.io"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'KafkaGateway'",message="kind must be KafkaGateway"
-// +kubebuilder:validation:XValidation:rule="self.brokers.map(b, size(b.advertisedBrokerIds)).sum() <= 256",message="brokers list more than 256 broker ids in all"
+// +kubebuilder:validation:XValidation:rule="!has(self.brokers) || self.brokers.map(b, size(b.advertisedBrokerIds)).sum() <= 256",message="brokers list more than 256 broker ids in all"
+// +kubebuilder:validation:XValidation:rule="has(self.brokers) || self.rules.all(r, r.backendRefs.all(b, has(b.kind) && b.kind == 'Kafka'))",message="brokers is required unless the backend is a Strimzi Kafka, whose broker ids kafkalink reads from its node pools"
 type KafkaRouteParentReference struct {
 	// Group of the parent; must be kroxylicious.io.
 	// +optional
@@ -77,10 +78,13 @@ type KafkaRouteParentReference struct {
 	// +optional
 	SectionName *SectionName `json:"sectionName,omitempty"`
 	// Brokers describes the node ids of the target cluster, so per-broker Services can be made.
-	// +required
+	// Required for a Service backend. For a Strimzi Kafka backend the broker ids are read from the
+	// Kafka's node pools and follow scale-outs; brokers given there must match them, or the route
+	// says so in status.
+	// +optional
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
-	Brokers []BrokerTopology `json:"brokers"`
+	Brokers []BrokerTopology `json:"brokers,omitempty"`
 	// Hostnames are host patterns with one '%' in the first label, each a virtual cluster: for
 	// "my-cluster-%.example.com" the bootstrap is my-cluster-bootstrap.example.com and broker N is
 	// my-cluster-broker-N.example.com.
@@ -136,7 +140,7 @@ type KafkaRouteRule struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Filters []FilterReference `json:"filters,omitempty"`
-	// BackendRefs is the Kafka cluster's bootstrap Service.
+	// BackendRefs is the Kafka cluster: its bootstrap Service, or a Strimzi Kafka.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=1
@@ -163,29 +167,30 @@ type FilterReference struct {
 	Name ObjectName `json:"name"`
 }
 
-// BackendReference points at the bootstrap Service of a Kafka cluster.
+// BackendReference points at a Kafka cluster: the bootstrap Service of any Kafka (group "", kind
+// Service), or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka), from which kafkalink derives the
+// bootstrap address, the upstream TLS trust, the broker ids and every broker's address.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.group) || size(self.group) == 0",message="group must be the empty string (the core API group)"
-// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind == 'Service'",message="kind must be Service"
+// +kubebuilder:validation:XValidation:rule="(has(self.group) ? self.group : '') == '' && (has(self.kind) ? self.kind : 'Service') == 'Service' || (has(self.group) ? self.group : '') == 'kafka.strimzi.io' && (has(self.kind) ? self.kind : '') == 'Kafka'",message="a backendRef is a core Service (group \"\", kind Service) or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka)"
 type BackendReference struct {
-	// Group must be "" (core).
+	// Group is "" (core) for a Service, kafka.strimzi.io for a Kafka.
 	// +optional
 	// +kubebuilder:default=""
 	// +kubebuilder:validation:MaxLength=253
 	Group *string `json:"group,omitempty"`
-	// Kind must be Service.
+	// Kind is Service or, with group kafka.strimzi.io, Kafka.
 	// +optional
 	// +kubebuilder:default=Service
 	// +kubebuilder:validation:MaxLength=63
 	Kind *string `json:"kind,omitempty"`
-	// Name of the Service.
+	// Name of the Service or Kafka.
 	// +required
 	Name ObjectName `json:"name"`
-	// Namespace of the Service; the route's namespace when unset. Another namespace needs a
-	// ReferenceGrant there.
+	// Namespace of the Service or Kafka; the route's namespace when unset. Another namespace needs
+	// a ReferenceGrant there.
 	// +optional
 	Namespace *Namespace `json:"namespace,omitempty"`
-	// Port of the Service.
+	// Port of the Service or, for a Kafka, of the listener (spec.kafka.listeners[].port) to use.
 	// +required
 	Port PortNumber `json:"port"`
 }

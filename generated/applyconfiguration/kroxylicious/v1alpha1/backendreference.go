@@ -25,18 +25,20 @@ import (
 // BackendReferenceApplyConfiguration represents a declarative configuration of the BackendReference type for use
 // with apply.
 //
-// BackendReference points at the bootstrap Service of a Kafka cluster.
+// BackendReference points at a Kafka cluster: the bootstrap Service of any Kafka (group "", kind
+// Service), or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka), from which kafkalink derives the
+// bootstrap address, the upstream TLS trust, the broker ids and every broker's address.
 type BackendReferenceApplyConfiguration struct {
-	// Group must be "" (core).
+	// Group is "" (core) for a Service, kafka.strimzi.io for a Kafka.
 	Group *string `json:"group,omitempty"`
-	// Kind must be Service.
+	// Kind is Service or, with group kafka.strimzi.io, Kafka.
 	Kind *string `json:"kind,omitempty"`
-	// Name of the Service.
+	// Name of the Service or Kafka.
 	Name *kroxyliciousv1alpha1.ObjectName `json:"name,omitempty"`
-	// Namespace of the Service; the route's namespace when unset. Another namespace needs a
-	// ReferenceGrant there.
+	// Namespace of the Service or Kafka; the route's namespace when unset. Another namespace needs
+	// a ReferenceGrant there.
 	Namespace *kroxyliciousv1alpha1.Namespace `json:"namespace,omitempty"`
-	// Port of the Service.
+	// Port of the Service or, for a Kafka, of the listener (spec.kafka.listeners[].port) to use.
 	Port *kroxyliciousv1alpha1.PortNumber `json:"port,omitempty"`
 }
 

@@ -37,6 +37,9 @@ type KafkaRouteParentReferenceApplyConfiguration struct {
 	// SectionName is the listener; every listener of the gateway when unset.
 	SectionName *kroxyliciousv1alpha1.SectionName `json:"sectionName,omitempty"`
 	// Brokers describes the node ids of the target cluster, so per-broker Services can be made.
+	// Required for a Service backend. For a Strimzi Kafka backend the broker ids are read from the
+	// Kafka's node pools and follow scale-outs; brokers given there must match them, or the route
+	// says so in status.
 	Brokers []BrokerTopologyApplyConfiguration `json:"brokers,omitempty"`
 	// Hostnames are host patterns with one '%' in the first label, each a virtual cluster: for
 	// "my-cluster-%.example.com" the bootstrap is my-cluster-bootstrap.example.com and broker N is

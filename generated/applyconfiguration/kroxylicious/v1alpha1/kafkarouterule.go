@@ -31,7 +31,7 @@ type KafkaRouteRuleApplyConfiguration struct {
 	Name *kroxyliciousv1alpha1.SectionName `json:"name,omitempty"`
 	// Filters are KafkaFilters applied in order.
 	Filters []FilterReferenceApplyConfiguration `json:"filters,omitempty"`
-	// BackendRefs is the Kafka cluster's bootstrap Service.
+	// BackendRefs is the Kafka cluster: its bootstrap Service, or a Strimzi Kafka.
 	BackendRefs []BackendReferenceApplyConfiguration `json:"backendRefs,omitempty"`
 }
 
