@@ -122,7 +122,9 @@ func (t *translator) kafkaClusterCA(fx *effects, k *strimzi.Kafka) (*config.Upst
 		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s is not found (Strimzi creates it when it reconciles the Kafka)", k.Namespace, k.Name, k.Namespace, name)}
 	}
 	keys := caKeysOf(secret)
-	if len(secretValue(secret, strimzi.CACertKey)) == 0 {
+	_, inData := secret.Data[strimzi.CACertKey]
+	_, inStringData := secret.StringData[strimzi.CACertKey]
+	if !inData && !inStringData { // the gateway controller's cache keeps key names, not values
 		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s has no %s", k.Namespace, k.Name, k.Namespace, name, strimzi.CACertKey)}
 	}
 	mounted := name

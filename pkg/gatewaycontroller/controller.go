@@ -28,6 +28,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // QueueName names the controller's work queue, its metrics and log lines, and its indexes. The
@@ -43,7 +44,7 @@ var (
 	indexGatewayParams = controller.IndexName(QueueName, "parameters")
 	// On KafkaRoutes: names of the KafkaGateways (in the route's namespace) it attaches to.
 	indexRouteGateway = controller.IndexName(QueueName, "gateway")
-	// On KafkaRoutes: namespace/name of its backend Services.
+	// On KafkaRoutes: namespace/name of its backend Services, and kafkaKey of its Kafkas.
 	indexRouteBackend = controller.IndexName(QueueName, "backend")
 	// On KafkaRoutes: namespace/name of its KafkaFilters.
 	indexRouteFilter = controller.IndexName(QueueName, "filter")
@@ -90,6 +91,8 @@ type Controller struct {
 	osRoutes  *controller.OptionalInformer
 	tlsRoutes *controller.OptionalInformer
 	grants    *controller.OptionalInformer
+	kafkas    *controller.OptionalInformer // Strimzi Kafkas, pruned (strimzi.PruneKafka)
+	nodePools *controller.OptionalInformer // Strimzi KafkaNodePools, pruned
 
 	// waiters: gateways waiting for names held by objects they do not control.
 	waiters *nameWaiters
@@ -172,7 +175,8 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	return c.ctrl, nil
 }
 
-// watchOptional watches the optional APIs (OpenShift Route, TLSRoute, ReferenceGrant). Each may
+// watchOptional watches the optional APIs (OpenShift Route, TLSRoute, ReferenceGrant, Strimzi's
+// Kafka and KafkaNodePool). Each may
 // be missing now and installed later (see package controller): it is watched once discovery
 // shows it, and then every gateway is reconciled again.
 func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error {
@@ -183,7 +187,8 @@ func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error 
 	}
 	c.osRoutes = newOptional("OpenShift Route", gvrRoute)
 	c.tlsRoutes = newOptional("TLSRoute", gvrTLSRoute)
-	c.grants = env.Informers.ReferenceGrants // shared with the other controllers; the operator starts it
+	// Shared with the other controllers; the operator starts them.
+	c.grants, c.kafkas, c.nodePools = env.Informers.ReferenceGrants, env.Informers.Kafkas, env.Informers.KafkaNodePools
 	for _, o := range []struct {
 		informer *controller.OptionalInformer
 		mapper   controller.MapFunc
@@ -191,6 +196,8 @@ func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error 
 		{c.osRoutes, c.generatedToGateways(gateway.KindRoute)},
 		{c.tlsRoutes, c.generatedToGateways(gateway.KindTLSRoute)},
 		{c.grants, c.grantToGateways},
+		{c.kafkas, c.kafkaToGateways},
+		{c.nodePools, c.nodePoolToGateways},
 	} {
 		if err := o.informer.AddEventHandler(controller.MapHandler(o.mapper, c.ctrl)); err != nil {
 			return err
@@ -312,6 +319,13 @@ func (c *Controller) policyToGateways(obj any) []cache.ObjectName {
 	for _, ref := range p.Spec.TargetRefs {
 		ns := gatewaymodel.RefNamespace(ref.Namespace, p.Namespace)
 		keys = append(keys, c.routesByIndex(indexRouteBackend, ns+"/"+string(ref.Name))...)
+		// A policy on a Strimzi bootstrap Service (<cluster>-kafka-...-bootstrap) concerns the
+		// routes of that Kafka.
+		for _, k := range c.kafkasOf(ns) {
+			if strings.HasPrefix(string(ref.Name), k.Name+"-kafka-") {
+				keys = append(keys, c.routesByIndex(indexRouteBackend, kafkaKey(ns, k.Name))...)
+			}
+		}
 	}
 	// Gateways whose status lists the policy, so a policy that stops applying is removed from it.
 	for _, a := range p.Status.Ancestors {
@@ -347,6 +361,9 @@ func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
 	for _, p := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaBackendTLSPolicy](c.policyIdx, indexPolicySecret, key) {
 		keys = append(keys, c.policyToGateways(p)...)
 	}
+	if cluster, ok := strings.CutSuffix(m.GetName(), strimzi.ClusterCACertSuffix); ok {
+		keys = append(keys, c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), cluster))...)
+	}
 	return keys
 }
 
@@ -359,6 +376,29 @@ func (c *Controller) serviceToGateways(obj any) []cache.ObjectName {
 	}
 	keys := c.ownerOrWaiting(gateway.KindService, obj)
 	return append(keys, c.routesByIndex(indexRouteBackend, m.GetNamespace()+"/"+m.GetName())...)
+}
+
+// kafkaToGateways maps a Strimzi Kafka to the gateways of the routes that use it.
+func (c *Controller) kafkaToGateways(obj any) []cache.ObjectName {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
+		return nil
+	}
+	return c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), m.GetName()))
+}
+
+// nodePoolToGateways maps a KafkaNodePool to the gateways of the routes that use its Kafka: a
+// scale-out changes its status.nodeIds.
+func (c *Controller) nodePoolToGateways(obj any) []cache.ObjectName {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
+		return nil
+	}
+	cluster := m.GetLabels()[strimzi.LabelCluster]
+	if cluster == "" {
+		return nil
+	}
+	return c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), cluster))
 }
 
 // Index functions.
@@ -438,12 +478,19 @@ func routeBackends(obj any) ([]string, error) {
 		for _, rule := range pr.Rules {
 			for _, b := range rule.BackendRefs {
 				ns := gatewaymodel.RefNamespace(b.Namespace, r.Namespace)
-				out = append(out, ns+"/"+string(b.Name))
+				if gateway.IsKafkaRef(b) {
+					out = append(out, kafkaKey(ns, string(b.Name)))
+				} else {
+					out = append(out, ns+"/"+string(b.Name))
+				}
 			}
 		}
 	}
 	return out, nil
 }
+
+// kafkaKey is the backend index value of a Strimzi Kafka, apart from Services of the same name.
+func kafkaKey(namespace, name string) string { return "Kafka:" + namespace + "/" + name }
 
 func routeFilters(obj any) ([]string, error) {
 	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,6 +28,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // AnnotationAppliedHash holds a hash of what kafkalink last applied to a generated object; an
@@ -131,7 +133,8 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if s.Services, err = c.gatherServices(ns, s.Routes); err != nil {
 		return nil, err
 	}
-	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies); err != nil {
+	s.Kafkas, s.KafkaErrors, s.NodePools = c.gatherKafkas(s.Routes)
+	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, kafkaCASecrets(s.Kafkas)); err != nil {
 		return nil, err
 	}
 	if store := c.grants.Indexer(); store != nil {
@@ -166,6 +169,7 @@ func (c *Controller) environment() gateway.Environment {
 		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
 		OpenShiftRoutes:         c.osRoutes.Ready(),
 		TLSRoutes:               c.tlsRoutes.Ready(),
+		StrimziKafkas:           c.kafkas.Served(),
 		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
 		Now:                     c.clock.Now(),
 	}
@@ -203,7 +207,7 @@ func (c *Controller) gatherServices(ns string, routes []*kroxyliciousv1alpha1.Ka
 // the cache holds them (key names, no values). The values are read only where the translator
 // needs them: the gateway's own references (key pairs are checked, other namespaces' are
 // copied) and policy CAs in other namespaces (copied).
-func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy) ([]*corev1.Secret, error) {
+func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy, kafkaCAs []string) ([]*corev1.Secret, error) {
 	ns := gw.Namespace
 	listed, err := c.secrets.Secrets(ns).List(labels.Everything())
 	if err != nil {
@@ -214,8 +218,12 @@ func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1
 	for _, ref := range refs {
 		withValues[ref] = true
 	}
+	copied := [][]string{kafkaCAs}
 	for _, p := range policies {
 		more, _ := policySecrets(p)
+		copied = append(copied, more)
+	}
+	for _, more := range copied {
 		for _, ref := range more {
 			if sns, _, _ := cache.SplitMetaNamespaceKey(ref); sns != ns {
 				withValues[ref] = true
@@ -265,9 +273,15 @@ func metaObjects[T metav1.Object](list []T, _ error) []metav1.Object {
 // generatedSecret reports a Secret a gateway generated: the informer keeps its values.
 func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 
-// secretReferenced reports whether a gateway or a policy names Secret namespace/name.
+// secretReferenced reports whether a gateway or a policy names Secret namespace/name, or it is
+// the cluster CA of a Kafka a route uses.
 func (c *Controller) secretReferenced(key string) bool {
-	return controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key)
+	if controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key) {
+		return true
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	cluster, ok := strings.CutSuffix(name, strimzi.ClusterCACertSuffix)
+	return ok && controller.HasIndexed(c.routeIdx, indexRouteBackend, kafkaKey(ns, cluster))
 }
 
 func fromUnstructured(o any, into any) error {
@@ -642,4 +656,83 @@ func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
 		}
 	}
 	return nil
+}
+
+// gatherKafkas reads the Strimzi Kafkas the routes name as backends from the shared cache, with
+// the KafkaNodePools of their namespaces; a Kafka that does not parse is reported by name.
+func (c *Controller) gatherKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute) ([]*strimzi.Kafka, map[types.NamespacedName]error, []*strimzi.KafkaNodePool) {
+	var kafkas []*strimzi.Kafka
+	errs := map[types.NamespacedName]error{}
+	namespaces := map[string]bool{}
+	seen := map[string]bool{}
+	idx := c.kafkas.Indexer()
+	for _, r := range routes {
+		backends, _ := routeBackends(r)
+		for _, b := range backends {
+			key, ok := strings.CutPrefix(b, kafkaKey("", ""))
+			if !ok || seen[key] || idx == nil {
+				continue
+			}
+			seen[key] = true
+			obj, exists, err := idx.GetByKey(key)
+			u, isU := obj.(*unstructured.Unstructured)
+			if err != nil || !exists || !isU {
+				continue
+			}
+			k, err := strimzi.ParseKafka(u.Object)
+			if err != nil {
+				errs[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = err
+				continue
+			}
+			kafkas = append(kafkas, k)
+			namespaces[k.Namespace] = true
+		}
+	}
+	return kafkas, errs, c.nodePoolsIn(namespaces)
+}
+
+// nodePoolsIn reads the cached KafkaNodePools of some namespaces; one that does not parse is
+// left out, so its Kafka's brokers come from the others.
+func (c *Controller) nodePoolsIn(namespaces map[string]bool) []*strimzi.KafkaNodePool {
+	idx := c.nodePools.Indexer()
+	if idx == nil || len(namespaces) == 0 {
+		return nil
+	}
+	var pools []*strimzi.KafkaNodePool
+	for _, o := range idx.List() {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok || !namespaces[u.GetNamespace()] {
+			continue
+		}
+		if p, err := strimzi.ParseKafkaNodePool(u.Object); err == nil {
+			pools = append(pools, p)
+		}
+	}
+	return pools
+}
+
+// kafkasOf lists the cached Kafkas of a namespace, parsed.
+func (c *Controller) kafkasOf(namespace string) []*strimzi.Kafka {
+	idx := c.kafkas.Indexer()
+	if idx == nil {
+		return nil
+	}
+	var out []*strimzi.Kafka
+	for _, o := range idx.List() {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() == namespace {
+			if k, err := strimzi.ParseKafka(u.Object); err == nil {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// kafkaCASecrets names the cluster CA Secrets of Kafkas, as namespace/name.
+func kafkaCASecrets(kafkas []*strimzi.Kafka) []string {
+	out := make([]string, 0, len(kafkas))
+	for _, k := range kafkas {
+		out = append(out, k.Namespace+"/"+strimzi.ClusterCASecretName(k.Name))
+	}
+	return out
 }
