@@ -2,7 +2,6 @@ package binding
 
 import (
 	"fmt"
-	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,26 +185,8 @@ func misfit(l strimzi.Listener, u *strimzi.KafkaUser) string {
 	}
 }
 
-// bootstrapServers reads the listener's bootstrap list, from bootstrapServers or else from its
-// addresses (older releases and some listener types fill only those).
-func bootstrapServers(st strimzi.ListenerStatus) string {
-	if s := strings.TrimSpace(st.BootstrapServers); s != "" {
-		return s
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, a := range st.Addresses {
-		if a.Host == "" || a.Port <= 0 {
-			continue
-		}
-		hp := net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
-		if !seen[hp] {
-			seen[hp] = true
-			out = append(out, hp)
-		}
-	}
-	return strings.Join(out, ",")
-}
+// bootstrapServers reads the listener's bootstrap list (strimzi.ListenerStatus.Bootstrap).
+func bootstrapServers(st strimzi.ListenerStatus) string { return st.Bootstrap() }
 
 // listenerNames lists listeners for a message.
 func listenerNames(ls []strimzi.Listener) string {

@@ -79,17 +79,18 @@ func (t *translator) kafkaBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref kr
 	if p != nil {
 		return backend{}, nil, p
 	}
-	st, ok := k.ListenerStatus(l.Name)
-	if !ok || len(st.Addresses) == 0 {
-		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s does not list listener %s in its status yet: Strimzi has not finished reconciling it", k.Namespace, k.Name, l.Name)}
+	st, _ := k.ListenerStatus(l.Name)
+	first, _, _ := strings.Cut(st.Bootstrap(), ",")
+	host, port, err := net.SplitHostPort(first)
+	if err != nil {
+		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s does not give a bootstrap address for listener %s in its status yet: Strimzi has not finished reconciling it", k.Namespace, k.Name, l.Name)}
 	}
-	// In-cluster listeners' status addresses are the bootstrap Service; the others' are
+	// In-cluster listeners' status address is their bootstrap Service; the others' are
 	// external, and the proxy, in the cluster, uses their own bootstrap Service instead.
-	host, port := k.BootstrapHost(l), l.Port
-	if l.Type.InCluster() {
-		host, port = st.Addresses[0].Host, st.Addresses[0].Port
+	if !l.Type.InCluster() {
+		host, port = k.BootstrapHost(l), strconv.Itoa(int(l.Port))
 	}
-	b := backend{target: net.JoinHostPort(t.inClusterFQDN(host), strconv.Itoa(int(port)))}
+	b := backend{target: net.JoinHostPort(t.inClusterFQDN(host), port)}
 	brokers := strimzi.Brokers(k, t.s.NodePools)
 	if len(brokers) == 0 {
 		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s has no broker nodes yet (no broker-role KafkaNodePool with node ids, and no spec.kafka.replicas)", k.Namespace, k.Name)}

@@ -101,7 +101,7 @@ func TestBrokerAndBootstrapHosts(t *testing.T) {
 	k := &Kafka{Namespace: "kafka", Name: "my-cluster"}
 	b := Broker{ID: 3, Component: "my-cluster-pool-a"}
 	for _, tc := range []struct {
-		l                        Listener
+		l                         Listener
 		wantBootstrap, wantBroker string
 	}{
 		{Listener{Name: "tls", Port: 9093, Type: ListenerInternal},

@@ -1,5 +1,11 @@
 package strimzi
 
+import (
+	"net"
+	"strconv"
+	"strings"
+)
+
 // Group is the API group of Strimzi's custom resources.
 const Group = "kafka.strimzi.io"
 
@@ -225,4 +231,25 @@ func FindCondition(conds []Condition, condType string) (Condition, bool) {
 		}
 	}
 	return Condition{}, false
+}
+
+// Bootstrap is the listener's comma-separated bootstrap list, from bootstrapServers or else from
+// its addresses (older releases and some listener types fill only those).
+func (st ListenerStatus) Bootstrap() string {
+	if s := strings.TrimSpace(st.BootstrapServers); s != "" {
+		return s
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range st.Addresses {
+		if a.Host == "" || a.Port <= 0 {
+			continue
+		}
+		hp := net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
+		if !seen[hp] {
+			seen[hp] = true
+			out = append(out, hp)
+		}
+	}
+	return strings.Join(out, ",")
 }
