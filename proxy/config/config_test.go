@@ -196,6 +196,22 @@ func TestValidate(t *testing.T) {
 		"a small frame limit fails": {
 			mutate: func(c *Config) { c.Limits.MaxFrameBytes = 10 }, wantErr: "limits.maxFrameBytes",
 		},
+		"upstream brokers pass": {mutate: func(c *Config) {
+			c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 0, Address: "b-0.kafka.svc.cluster.local.:9093"}, {NodeID: 3, Address: "b-3:9093"}}
+		}},
+		"a duplicate upstream broker fails": {
+			mutate: func(c *Config) {
+				c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 1, Address: "b:1"}, {NodeID: 1, Address: "c:1"}}
+			}, wantErr: "virtualClusters[0].upstreamBrokers[1].nodeId: duplicate node id 1",
+		},
+		"an upstream broker without port fails": {
+			mutate: func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 1, Address: "b"}} },
+			wantErr: "virtualClusters[0].upstreamBrokers[0].address",
+		},
+		"a negative upstream node id fails": {
+			mutate: func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: -1, Address: "b:1"}} },
+			wantErr: "upstreamBrokers[0].nodeId: must not be negative",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

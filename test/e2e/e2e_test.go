@@ -436,9 +436,14 @@ func TestEndToEnd(t *testing.T) {
 // gatewayCertSecret is the gateway listener's certificate Secret as cert-manager writes it
 // (tls.crt, tls.key, ca.crt), for the route's bootstrap and broker hostnames, with a fresh key.
 func gatewayCertSecret(t *testing.T, ca *bindingtest.CA) *corev1.Secret {
+	return gatewayCertSecretFor(t, ca, 3)
+}
+
+// gatewayCertSecretFor is gatewayCertSecret for brokers 0..brokers-1.
+func gatewayCertSecretFor(t *testing.T, ca *bindingtest.CA, brokers int) *corev1.Secret {
 	t.Helper()
 	names := []string{bootstrapHost}
-	for i := 0; i < 3; i++ {
+	for i := 0; i < brokers; i++ {
 		names = append(names, brokerHost(i))
 	}
 	certPEM, keyPEM, _ := ca.Issue(t, gatewayName, names, false, false)

@@ -109,14 +109,20 @@ type env struct {
 }
 
 // newEnv starts the control plane, installs the operator's RBAC, builds and starts the operator
-// and the local kubelet with the proxy binary. Everything stops at the end of the test.
-func newEnv(t *testing.T) *env {
+// and the local kubelet with the proxy binary, whose pods resolve the names in aliases, by
+// default the backend Service's to loopback. Everything stops at the end of the test.
+func newEnv(t *testing.T, aliases ...corev1.HostAlias) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
 	if err := kubelet.CheckPrivateHosts(); err != nil {
 		t.Skipf("the proxy needs the backend Service name to resolve, which the runner emulates with a private /etc/hosts: %v", err)
+	}
+	if len(aliases) == 0 {
+		aliases = []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{
+			backendService + "." + nsKafka, backendService + "." + nsKafka + ".svc", backendService + "." + nsKafka + ".svc.cluster.local",
+		}}}
 	}
 	logger, ctx := ktesting.NewTestContext(t)
 	e := &env{t: t, ctx: ctx, work: t.TempDir()}
@@ -166,9 +172,7 @@ func newEnv(t *testing.T) *env {
 		Client:  cp.Client,
 		Images:  map[string]string{proxyImage: proxyBin},
 		WorkDir: filepath.Join(e.work, "kubelet"),
-		HostAliases: []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: []string{
-			backendService + "." + nsKafka, backendService + "." + nsKafka + ".svc", backendService + "." + nsKafka + ".svc.cluster.local",
-		}}},
+		HostAliases: aliases,
 		// The proxy binds every interface in a pod; here it keeps to loopback.
 		ExtraArgs:   []string{"--bind-address=127.0.0.1"},
 		StopTimeout: 5 * time.Second,
