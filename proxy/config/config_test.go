@@ -205,11 +205,11 @@ func TestValidate(t *testing.T) {
 			}, wantErr: "virtualClusters[0].upstreamBrokers[1].nodeId: duplicate node id 1",
 		},
 		"an upstream broker without port fails": {
-			mutate: func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 1, Address: "b"}} },
+			mutate:  func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 1, Address: "b"}} },
 			wantErr: "virtualClusters[0].upstreamBrokers[0].address",
 		},
 		"a negative upstream node id fails": {
-			mutate: func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: -1, Address: "b:1"}} },
+			mutate:  func(c *Config) { c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: -1, Address: "b:1"}} },
 			wantErr: "upstreamBrokers[0].nodeId: must not be negative",
 		},
 	}

@@ -169,9 +169,9 @@ func newEnv(t *testing.T, aliases ...corev1.HostAlias) *env {
 	// aliases: the backend Service's names resolve to loopback, where kfake listens on the
 	// Service's port.
 	e.runner, err = kubelet.New(kubelet.Options{
-		Client:  cp.Client,
-		Images:  map[string]string{proxyImage: proxyBin},
-		WorkDir: filepath.Join(e.work, "kubelet"),
+		Client:      cp.Client,
+		Images:      map[string]string{proxyImage: proxyBin},
+		WorkDir:     filepath.Join(e.work, "kubelet"),
 		HostAliases: aliases,
 		// The proxy binds every interface in a pod; here it keeps to loopback.
 		ExtraArgs:   []string{"--bind-address=127.0.0.1"},
