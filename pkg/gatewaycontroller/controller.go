@@ -489,8 +489,11 @@ func routeBackends(obj any) ([]string, error) {
 	return out, nil
 }
 
-// kafkaKey is the backend index value of a Strimzi Kafka, apart from Services of the same name.
-func kafkaKey(namespace, name string) string { return "Kafka:" + namespace + "/" + name }
+// kafkaKey is the backend index value of a Strimzi Kafka, apart from Services of the same name:
+// kafkaKeyPrefix and the Kafka's namespace/name.
+func kafkaKey(namespace, name string) string { return kafkaKeyPrefix + namespace + "/" + name }
+
+const kafkaKeyPrefix = "Kafka:"
 
 func routeFilters(obj any) ([]string, error) {
 	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)

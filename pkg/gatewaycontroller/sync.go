@@ -669,7 +669,7 @@ func (c *Controller) gatherKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute) ([]
 	for _, r := range routes {
 		backends, _ := routeBackends(r)
 		for _, b := range backends {
-			key, ok := strings.CutPrefix(b, kafkaKey("", ""))
+			key, ok := strings.CutPrefix(b, kafkaKeyPrefix)
 			if !ok || seen[key] || idx == nil {
 				continue
 			}
