@@ -152,8 +152,16 @@ func TestInvalidObjectsAreRefusedNamingTheField(t *testing.T) {
 			wantField: "spec.parentRefs[0].rules[0].filters[0]", wantMessage: "kind must be KafkaFilter",
 		},
 		"a route backend of another kind": {
+			yaml:      strings.Replace(validRoute, "kind: Service, name: my-cluster", "kind: Deployment, name: my-cluster", 1),
+			wantField: "spec.parentRefs[0].rules[0].backendRefs[0]", wantMessage: "a backendRef is a core Service",
+		},
+		"a route backend of kind Kafka in the core group": {
 			yaml:      strings.Replace(validRoute, "kind: Service, name: my-cluster", "kind: Kafka, name: my-cluster", 1),
-			wantField: "spec.parentRefs[0].rules[0].backendRefs[0]", wantMessage: "kind must be Service",
+			wantField: "spec.parentRefs[0].rules[0].backendRefs[0]", wantMessage: "or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka)",
+		},
+		"a route with a Service backend and no brokers": {
+			yaml:      strings.Replace(validRoute, "    brokers: [{advertisedBrokerIds: [0, 1, 2]}]\n", "", 1),
+			wantField: "spec.parentRefs[0]", wantMessage: "brokers is required unless the backend is a Strimzi Kafka",
 		},
 		"a route rule without a name": {
 			yaml:      strings.Replace(validRoute, "    - name: my-rule\n      filters", "    - filters", 1),

@@ -114,3 +114,36 @@ func TestInstallBundleApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestStrimziExamplesAreAccepted applies manifests/examples/strimzi in order, as a user would, to
+// an API server with Strimzi's (the real ones when ../shared has them), Gateway API's, the
+// Service Binding runtime's and kafkalink's CRDs.
+func TestStrimziExamplesAreAccepted(t *testing.T) {
+	crds, err := framework.ServiceBindingCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.InstallCRDFiles(context.Background(), crds...); err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespaces(t, "kafka", "apps")
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "manifests", "examples", "strimzi", "*.yaml"))
+	if err != nil || len(files) != 4 {
+		t.Fatalf("expected the four Strimzi example files, found %v (%v)", files, err)
+	}
+	for _, file := range files {
+		out, err := kubectl(t, "apply", "-f", file)
+		if err != nil {
+			t.Fatalf("kubectl apply -f %s refused it:\n%s", filepath.Base(file), out)
+		}
+		t.Logf("%s:\n%s", filepath.Base(file), out)
+	}
+	out, err := kubectl(t, "get", "--namespace", "apps", "kafkaroute", "my-cluster", "-o", "jsonpath={.spec.parentRefs[0].rules[0].backendRefs[0].kind}")
+	if err != nil || out != "Kafka" {
+		t.Errorf("the stored route's backend kind is %q (%v), want Kafka", out, err)
+	}
+}

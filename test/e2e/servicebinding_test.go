@@ -26,12 +26,6 @@ import (
 	"github.com/kafkalink/kafkalink/test/framework"
 )
 
-// serviceBindingRuntimeVersion is the github.com/servicebinding/runtime release whose CRDs, RBAC
-// and reconciler the test uses; test/servicebinding/go.mod pins the same one. v0.7.0 is the
-// newest release that builds from the Go module proxy: v0.8.0 and later (v1.0.0, which serves
-// servicebinding.io/v1, among them) need reconciler.io/runtime, which the proxy does not serve.
-const serviceBindingRuntimeVersion = "v0.7.0"
-
 // The Service Binding runtime's ServiceAccount and aggregated ClusterRole, as its release
 // bundle (config/servicebinding-runtime.yaml) names them.
 const (
@@ -51,11 +45,14 @@ const (
 // environment the specification describes.
 func TestServiceBindingProjectsTheBinding(t *testing.T) {
 	e := newEnv(t)
-	runtimeDir, err := framework.DownloadModule("github.com/servicebinding/runtime", serviceBindingRuntimeVersion)
+	runtimeDir, err := framework.ServiceBindingRuntimeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	crds, _ := filepath.Glob(filepath.Join(runtimeDir, "config", "crd", "bases", "*.yaml"))
+	crds, err := framework.ServiceBindingCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.cp.InstallCRDFiles(e.ctx, crds...); err != nil {
 		t.Fatal(err)
 	}
