@@ -66,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.BackendTLSValidationApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("BrokerTopology"):
 		return &applyconfigurationkroxyliciousv1alpha1.BrokerTopologyApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("DiscoveryCredential"):
+		return &applyconfigurationkroxyliciousv1alpha1.DiscoveryCredentialApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("FilterReference"):
 		return &applyconfigurationkroxyliciousv1alpha1.FilterReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("FrontendTLSValidation"):

@@ -292,6 +292,7 @@ func (t *translator) plan(route string, listeners []*listenerState, hosts []gate
 				TargetBootstrap: b.target,
 				UpstreamBrokers: b.brokers,
 				UpstreamTLS:     b.upstream,
+				Discovery:       b.discovery,
 				Filters:         b.filters,
 				AdvertisedPort:  gatewaymodel.AdvertisedPort(h.Exposure, t.parentRefs),
 			}

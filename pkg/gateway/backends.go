@@ -19,10 +19,11 @@ import (
 
 // backend is where a parentRef's virtual clusters send traffic, and how.
 type backend struct {
-	target   string // host:port of the bootstrap, a fully qualified name
-	brokers  []config.UpstreamBroker
-	upstream *config.UpstreamTLS
-	filters  []config.Filter
+	target    string // host:port of the bootstrap, a fully qualified name
+	brokers   []config.UpstreamBroker
+	upstream  *config.UpstreamTLS
+	discovery *config.DiscoveryCredential
+	filters   []config.Filter
 }
 
 // upstreamFunc resolves a backend's upstream TLS, with the Secrets it needs recorded in fx; nil
@@ -67,8 +68,46 @@ func (t *translator) resolveRefs(fx *effects, route *kroxyliciousv1alpha1.KafkaR
 		return b, p
 	}
 	b.upstream = up
-	return b, nil
+	b.discovery, p = t.discoveryCredential(fx, route, rule.DiscoveryCredential)
+	return b, p
 }
+
+// discoveryCredential resolves a rule's discovery credential into the proxy's: the Secret
+// mounted (copied across namespaces, under a ReferenceGrant), its password file, and its
+// username file or, without a username key, the Secret's name, as Strimzi names a KafkaUser's
+// Secret.
+func (t *translator) discoveryCredential(fx *effects, route *kroxyliciousv1alpha1.KafkaRoute, dc *kroxyliciousv1alpha1.DiscoveryCredential) (*config.DiscoveryCredential, *refProblem) {
+	if dc == nil {
+		return nil, nil
+	}
+	from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
+	mounted, p := t.secretRef(fx, dc.SecretRef, from, []string{discoveryPasswordKey}, ReasonInvalidDiscoveryCredential, nil)
+	if p != nil {
+		return nil, &refProblem{p.reason, "discoveryCredential: " + p.message}
+	}
+	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(dc.SecretRef.Namespace, route.Namespace), Name: string(dc.SecretRef.Name)}]
+	dir := fx.mount(mounted, BackendSecretsDir+"/"+mounted)
+	out := &config.DiscoveryCredential{Mechanism: dc.Mechanism, PasswordFile: dir + "/" + discoveryPasswordKey}
+	if out.Mechanism == "" {
+		out.Mechanism = config.MechanismScramSHA512
+	}
+	if _, ok := secret.Data[discoveryUsernameKey]; ok {
+		if mounted != secret.Name { // a copy holds the keys it was asked for: add the username
+			fx.copies = append(fx.copies, copyRequest{secret, []string{discoveryUsernameKey}})
+		}
+		out.UsernameFile = dir + "/" + discoveryUsernameKey
+	} else {
+		out.Username = secret.Name
+	}
+	return out, nil
+}
+
+// Keys of a discovery credential Secret, as a Strimzi KafkaUser's Secret has them (its username
+// is the Secret's name).
+const (
+	discoveryPasswordKey = "password"
+	discoveryUsernameKey = "username"
+)
 
 // resolveBackend finds a backendRef's target and how its upstream TLS resolves: a Service's from
 // the KafkaBackendTLSPolicy that targets it, a Kafka's from its listener (kafka.go).

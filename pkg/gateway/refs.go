@@ -203,5 +203,17 @@ func (t *translator) permittedCopies() map[string]bool {
 	for name := range t.kafkaCACopies() {
 		keep[name] = true
 	}
+	for _, route := range t.s.Routes {
+		if route == nil || route.Namespace != t.ns {
+			continue
+		}
+		for _, pr := range route.Spec.ParentRefs {
+			for _, rule := range pr.Rules {
+				if dc := rule.DiscoveryCredential; dc != nil && t.refersTo(pr) {
+					add(dc.SecretRef, gatewaymodel.KindRoute, route.Namespace)
+				}
+			}
+		}
+	}
 	return keep
 }

@@ -116,6 +116,9 @@ const (
 	ReasonLimitExceeded = "LimitExceeded"
 	// ReasonDeploymentNotAvailable: the proxy Deployment does not report Available.
 	ReasonDeploymentNotAvailable = "DeploymentNotAvailable"
+	// ReasonInvalidDiscoveryCredential: a rule's discoveryCredential Secret is missing, lacks
+	// the password key, or is in another namespace without a ReferenceGrant.
+	ReasonInvalidDiscoveryCredential = "InvalidDiscoveryCredential"
 	// ReasonKafkaNotReady: a Strimzi Kafka backend has not reported its listener or has no
 	// broker nodes yet.
 	ReasonKafkaNotReady = "KafkaNotReady"

@@ -48,6 +48,8 @@ var (
 	indexRouteBackend = controller.IndexName(QueueName, "backend")
 	// On KafkaRoutes: namespace/name of its KafkaFilters.
 	indexRouteFilter = controller.IndexName(QueueName, "filter")
+	// On KafkaRoutes: namespace/name of its rules' discovery credential Secrets.
+	indexRouteSecret = controller.IndexName(QueueName, "routesecret")
 	// On KafkaFilters: namespace/name of the Secrets its placeholders name.
 	indexFilterSecret = controller.IndexName(QueueName, "secret")
 	// On KafkaBackendTLSPolicies: namespace/name of its CA Secrets.
@@ -113,7 +115,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		return nil, err
 	}
 	routeInf := kl.KafkaRoutes()
-	if err := routeInf.Informer().AddIndexers(cache.Indexers{indexRouteGateway: routeGateways, indexRouteBackend: routeBackends, indexRouteFilter: routeFilters}); err != nil {
+	if err := routeInf.Informer().AddIndexers(cache.Indexers{indexRouteGateway: routeGateways, indexRouteBackend: routeBackends, indexRouteFilter: routeFilters, indexRouteSecret: routeSecrets}); err != nil {
 		return nil, err
 	}
 	policyInf := kl.KafkaBackendTLSPolicies()
@@ -361,6 +363,7 @@ func (c *Controller) secretToGateways(obj any) []cache.ObjectName {
 	for _, p := range controller.ByIndex[*kroxyliciousv1alpha1.KafkaBackendTLSPolicy](c.policyIdx, indexPolicySecret, key) {
 		keys = append(keys, c.policyToGateways(p)...)
 	}
+	keys = append(keys, c.routesByIndex(indexRouteSecret, key)...)
 	if cluster, ok := strings.CutSuffix(m.GetName(), strimzi.ClusterCACertSuffix); ok {
 		keys = append(keys, c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), cluster))...)
 	}
@@ -483,6 +486,22 @@ func routeBackends(obj any) ([]string, error) {
 				} else {
 					out = append(out, ns+"/"+string(b.Name))
 				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func routeSecrets(obj any) ([]string, error) {
+	r, ok := obj.(*kroxyliciousv1alpha1.KafkaRoute)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, pr := range r.Spec.ParentRefs {
+		for _, rule := range pr.Rules {
+			if dc := rule.DiscoveryCredential; dc != nil {
+				out = append(out, gatewaymodel.RefNamespace(dc.SecretRef.Namespace, r.Namespace)+"/"+string(dc.SecretRef.Name))
 			}
 		}
 	}

@@ -134,7 +134,7 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		return nil, err
 	}
 	s.Kafkas, s.KafkaErrors, s.NodePools = c.gatherKafkas(s.Routes)
-	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, kafkaCASecrets(s.Kafkas)); err != nil {
+	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, append(kafkaCASecrets(s.Kafkas), routesSecrets(s.Routes)...)); err != nil {
 		return nil, err
 	}
 	if store := c.grants.Indexer(); store != nil {
@@ -207,7 +207,9 @@ func (c *Controller) gatherServices(ns string, routes []*kroxyliciousv1alpha1.Ka
 // the cache holds them (key names, no values). The values are read only where the translator
 // needs them: the gateway's own references (key pairs are checked, other namespaces' are
 // copied) and policy CAs in other namespaces (copied).
-func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy, kafkaCAs []string) ([]*corev1.Secret, error) {
+// routeRefs are the Kafka CA and discovery credential Secrets the routes use (namespace/name);
+// like policy CAs, those of other namespaces are copied, so their values are read.
+func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy, routeRefs []string) ([]*corev1.Secret, error) {
 	ns := gw.Namespace
 	listed, err := c.secrets.Secrets(ns).List(labels.Everything())
 	if err != nil {
@@ -218,7 +220,7 @@ func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1
 	for _, ref := range refs {
 		withValues[ref] = true
 	}
-	copied := [][]string{kafkaCAs}
+	copied := [][]string{routeRefs}
 	for _, p := range policies {
 		more, _ := policySecrets(p)
 		copied = append(copied, more)
@@ -276,7 +278,8 @@ func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 // secretReferenced reports whether a gateway or a policy names Secret namespace/name, or it is
 // the cluster CA of a Kafka a route uses.
 func (c *Controller) secretReferenced(key string) bool {
-	if controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key) {
+	if controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key) ||
+		controller.HasIndexed(c.routeIdx, indexRouteSecret, key) {
 		return true
 	}
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
@@ -733,6 +736,16 @@ func kafkaCASecrets(kafkas []*strimzi.Kafka) []string {
 	out := make([]string, 0, len(kafkas))
 	for _, k := range kafkas {
 		out = append(out, k.Namespace+"/"+strimzi.ClusterCASecretName(k.Name))
+	}
+	return out
+}
+
+// routesSecrets lists the discovery credential Secrets of routes, as namespace/name.
+func routesSecrets(routes []*kroxyliciousv1alpha1.KafkaRoute) []string {
+	var out []string
+	for _, r := range routes {
+		refs, _ := routeSecrets(r)
+		out = append(out, refs...)
 	}
 	return out
 }

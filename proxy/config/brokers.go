@@ -43,3 +43,37 @@ func validateUpstreamBrokers(errs *fieldErrs, path string, brokers []UpstreamBro
 		}
 	}
 }
+
+// Mechanisms of DiscoveryCredential.
+const (
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// DiscoveryCredential is a SCRAM user for the proxy's own Metadata request. The password is
+// read from a mounted file at each discovery, so a rotated Secret applies without a restart.
+type DiscoveryCredential struct {
+	// Mechanism is SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `json:"mechanism"`
+	// Username is the user.
+	Username string `json:"username,omitempty"`
+	// UsernameFile, when set, holds the user instead of Username.
+	UsernameFile string `json:"usernameFile,omitempty"`
+	// PasswordFile holds the password.
+	PasswordFile string `json:"passwordFile"`
+}
+
+func validateDiscovery(errs *fieldErrs, path string, d *DiscoveryCredential) {
+	if d == nil {
+		return
+	}
+	if d.Mechanism != MechanismScramSHA256 && d.Mechanism != MechanismScramSHA512 {
+		errs.add(path+".mechanism", "must be %s or %s, got %q", MechanismScramSHA256, MechanismScramSHA512, d.Mechanism)
+	}
+	if (d.Username == "") == (d.UsernameFile == "") {
+		errs.add(path, "exactly one of username and usernameFile is required")
+	}
+	if d.PasswordFile == "" {
+		errs.add(path+".passwordFile", "required")
+	}
+}

@@ -146,6 +146,9 @@ type VirtualCluster struct {
 	UpstreamBrokers []UpstreamBroker `json:"upstreamBrokers,omitempty"`
 	// UpstreamTLS, when set, makes upstream connections use TLS.
 	UpstreamTLS *UpstreamTLS `json:"upstreamTLS,omitempty"`
+	// Discovery, when set, is the SASL user of the proxy's own Metadata request for an unknown
+	// broker: needed behind a bootstrap that requires SASL.
+	Discovery *DiscoveryCredential `json:"discovery,omitempty"`
 	// Filters are Kroxylicious filters. kafkalink-proxy implements none, so a virtual cluster
 	// with filters is refused (fail closed), never served unfiltered.
 	Filters []Filter `json:"filters,omitempty"`

@@ -112,6 +112,7 @@ func (c *Config) Validate() error {
 			errs.add(p+".targetBootstrap", "%v", err)
 		}
 		validateUpstreamBrokers(&errs, p+".upstreamBrokers", vc.UpstreamBrokers)
+		validateDiscovery(&errs, p+".discovery", vc.Discovery)
 		if u := vc.UpstreamTLS; u != nil {
 			if (u.CertificateFile == "") != (u.PrivateKeyFile == "") {
 				errs.add(p+".upstreamTLS", "certificateFile and privateKeyFile go together")

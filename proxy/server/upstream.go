@@ -202,7 +202,11 @@ func (s *Server) brokerAddress(ctx context.Context, r *vcRoute, id int32, lim co
 		return "", fmt.Errorf("broker %d unknown: not in the metadata of %s, or its discovery failed, less than %s ago", id, r.cfg.TargetBootstrap, negativeTTL)
 	}
 	if err := r.state.discoverOnce(ctx, func() error { return s.discover(ctx, r, lim) }); err != nil {
-		return "", fmt.Errorf("broker %d unknown, and the proxy's own Metadata request to %s failed (a bootstrap requiring SASL refuses it): %w", id, r.cfg.TargetBootstrap, err)
+		hint := "the discovery credential was refused, or the bootstrap is down"
+		if r.cfg.Discovery == nil {
+			hint = "a bootstrap that requires SASL refuses it: give the KafkaRoute rule a discoveryCredential"
+		}
+		return "", fmt.Errorf("broker %d unknown, and the proxy's own Metadata request to %s failed (%s): %w", id, r.cfg.TargetBootstrap, hint, err)
 	}
 	if a, ok := r.state.get(id); ok {
 		return a, nil
@@ -242,11 +246,17 @@ func (s *Server) discover(ctx context.Context, r *vcRoute, lim config.Limits) er
 	if version < 0 {
 		return errors.New("the broker offers no Metadata version the proxy speaks")
 	}
+	corr := int32(2)
+	if d := r.cfg.Discovery; d != nil {
+		if corr, err = authenticate(ctx, c, br, f, d, corr, lim.MaxFrameBytes); err != nil {
+			return fmt.Errorf("SASL %s as the discovery credential: %w", d.Mechanism, err)
+		}
+	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(version)
 	md.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
 	mdResp := kmsg.NewPtrMetadataResponse()
-	if err := roundTrip(c, br, f, md, mdResp, 2, lim.MaxFrameBytes); err != nil {
+	if err := roundTrip(c, br, f, md, mdResp, corr, lim.MaxFrameBytes); err != nil {
 		return fmt.Errorf("the Metadata request (v%d): %w", version, err)
 	}
 	for _, b := range mdResp.Brokers {

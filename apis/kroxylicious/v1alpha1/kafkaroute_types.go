@@ -145,6 +145,27 @@ type KafkaRouteRule struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=1
 	BackendRefs []BackendReference `json:"backendRefs"`
+	// DiscoveryCredential is a SCRAM user the proxy authenticates as for its own Metadata
+	// request, which finds a broker's address when a proxy replica has not relayed the cluster's
+	// metadata yet (after a restart, or when a client's broker connection lands on another
+	// replica than its bootstrap). Set it for a Service backend whose listener requires SASL;
+	// without it such a replica cannot find the broker. A Strimzi Kafka backend needs none: its
+	// broker addresses are known.
+	// +optional
+	DiscoveryCredential *DiscoveryCredential `json:"discoveryCredential,omitempty"`
+}
+
+// DiscoveryCredential is a SCRAM user in a Secret: key password, and key username or else the
+// Secret's name, as a Strimzi KafkaUser's Secret has them.
+type DiscoveryCredential struct {
+	// SecretRef is the Secret; another namespace needs a ReferenceGrant there.
+	// +required
+	SecretRef SecretObjectReference `json:"secretRef"`
+	// Mechanism is the SASL mechanism.
+	// +optional
+	// +kubebuilder:default=SCRAM-SHA-512
+	// +kubebuilder:validation:Enum=SCRAM-SHA-256;SCRAM-SHA-512
+	Mechanism string `json:"mechanism,omitempty"`
 }
 
 // FilterReference points at a KafkaFilter in the route's namespace.

@@ -33,6 +33,13 @@ type KafkaRouteRuleApplyConfiguration struct {
 	Filters []FilterReferenceApplyConfiguration `json:"filters,omitempty"`
 	// BackendRefs is the Kafka cluster: its bootstrap Service, or a Strimzi Kafka.
 	BackendRefs []BackendReferenceApplyConfiguration `json:"backendRefs,omitempty"`
+	// DiscoveryCredential is a SCRAM user the proxy authenticates as for its own Metadata
+	// request, which finds a broker's address when a proxy replica has not relayed the cluster's
+	// metadata yet (after a restart, or when a client's broker connection lands on another
+	// replica than its bootstrap). Set it for a Service backend whose listener requires SASL;
+	// without it such a replica cannot find the broker. A Strimzi Kafka backend needs none: its
+	// broker addresses are known.
+	DiscoveryCredential *DiscoveryCredentialApplyConfiguration `json:"discoveryCredential,omitempty"`
 }
 
 // KafkaRouteRuleApplyConfiguration constructs a declarative configuration of the KafkaRouteRule type for use with
@@ -72,5 +79,13 @@ func (b *KafkaRouteRuleApplyConfiguration) WithBackendRefs(values ...*BackendRef
 		}
 		b.BackendRefs = append(b.BackendRefs, *values[i])
 	}
+	return b
+}
+
+// WithDiscoveryCredential sets the DiscoveryCredential field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DiscoveryCredential field is set to the value of the last call.
+func (b *KafkaRouteRuleApplyConfiguration) WithDiscoveryCredential(value *DiscoveryCredentialApplyConfiguration) *KafkaRouteRuleApplyConfiguration {
+	b.DiscoveryCredential = value
 	return b
 }
