@@ -60,6 +60,10 @@ func TestChooseListener(t *testing.T) {
 			in:   ListenerInput{Kafka: kafkaWith(lst("a", strimzi.ListenerNodePort, true, none), lst("z", strimzi.ListenerClusterIP, true, none))},
 			want: "z", protocol: ProtocolSSL,
 		},
+		"the seed's type service counts as in-cluster like internal": {
+			in:   ListenerInput{Kafka: kafkaWith(lst("a", strimzi.ListenerNodePort, true, none), lst("z", strimzi.ListenerService, true, none))},
+			want: "z", protocol: ProtocolSSL,
+		},
 		"equal listeners are ordered by name": {
 			in:   ListenerInput{Kafka: kafkaWith(lst("b", intl, true, none), lst("a", intl, true, none), lst("c", intl, true, none))},
 			want: "a", protocol: ProtocolSSL,

@@ -185,7 +185,9 @@ func (k *Kafka) BrokerHost(l Listener, b Broker) string {
 
 // sharesInternalServices reports whether Strimzi serves the listener through the shared bootstrap
 // and headless Services rather than Services of its own: internal listeners do.
-func (l Listener) sharesInternalServices() bool { return l.Type == ListenerInternal }
+func (l Listener) sharesInternalServices() bool {
+	return l.Type == ListenerInternal || l.Type == ListenerService
+}
 
 // ListenerByPort returns the spec listener on a port.
 func (k *Kafka) ListenerByPort(port int32) (Listener, bool) {

@@ -106,6 +106,8 @@ func TestBrokerAndBootstrapHosts(t *testing.T) {
 	}{
 		{Listener{Name: "tls", Port: 9093, Type: ListenerInternal},
 			"my-cluster-kafka-bootstrap.kafka.svc", "my-cluster-pool-a-3.my-cluster-kafka-brokers.kafka.svc"},
+		{Listener{Name: "encrypted2", Port: 9093, Type: ListenerService},
+			"my-cluster-kafka-bootstrap.kafka.svc", "my-cluster-pool-a-3.my-cluster-kafka-brokers.kafka.svc"},
 		{Listener{Name: "ci", Port: 9095, Type: ListenerClusterIP},
 			"my-cluster-kafka-ci-bootstrap.kafka.svc", "my-cluster-pool-a-ci-3.kafka.svc"},
 		{Listener{Name: "external", Port: 9094, Type: ListenerRoute},

@@ -43,7 +43,10 @@ type ListenerType string
 // Listener types Strimzi knows. Unknown types parse too (a newer Strimzi may add some) and sort
 // with the non-internal ones.
 const (
-	ListenerInternal     ListenerType = "internal"
+	ListenerInternal ListenerType = "internal"
+	// ListenerService is the name the configurable-listeners proposal gives the in-cluster type
+	// that Strimzi released as internal; kafkalink reads it as internal.
+	ListenerService      ListenerType = "service"
 	ListenerClusterIP    ListenerType = "cluster-ip"
 	ListenerRoute        ListenerType = "route"
 	ListenerLoadBalancer ListenerType = "loadbalancer"
@@ -54,7 +57,7 @@ const (
 
 // InCluster reports whether the listener type serves clients inside the Kubernetes cluster only.
 func (t ListenerType) InCluster() bool {
-	return t == ListenerInternal || t == ListenerClusterIP
+	return t == ListenerInternal || t == ListenerService || t == ListenerClusterIP
 }
 
 // ListenerAuthentication is the authentication a listener requires (authentication.type).
