@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need beyond Go: Debian's kcat (a real librdkafka client),
-# iproute2 (network namespaces give kcat its own hosts file) and gcc (the race detector of
-# `make test-unit` needs cgo). Go modules come from the module proxy on first use.
+# iproute2 (network namespaces give kcat its own hosts file), gcc (the race detector of
+# `make test-unit` needs cgo) and openssl (a TLS client that offers one TLS 1.3 cipher suite).
+# Go modules come from the module proxy on first use.
 set -euo pipefail
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing ${need[*]}"
   sudo_cmd=""

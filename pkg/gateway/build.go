@@ -57,6 +57,7 @@ func (t *translator) build(res *Result) {
 		return
 	}
 	res.Config = cfg
+	t.fipsFor, _ = cfg.NeedsFIPS()
 	yaml, err := cfg.Marshal()
 	if err != nil {
 		t.holdInvalid(res, "cannot write the proxy configuration: "+err.Error())
@@ -410,6 +411,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 						Name:           "proxy",
 						Image:          t.s.Env.ProxyImage,
 						Args:           []string{"--config=" + ConfigFile},
+						Env:            proxyEnv(cfg),
 						Ports:          ports,
 						LivenessProbe:  probe("/livez", 3),
 						ReadinessProbe: probe("/readyz", 1),
@@ -428,6 +430,16 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 	}
 	t.decorateDeployment(dep)
 	return dep
+}
+
+// proxyEnv is the proxy container's environment: GODEBUG=fips140=on when some TLS options
+// exclude ChaCha20-Poly1305 from TLS 1.3 (config.TLSParams.FIPS), which Go enforces only in FIPS
+// 140-3 mode, for the whole process.
+func proxyEnv(cfg *config.Config) []corev1.EnvVar {
+	if _, ok := cfg.NeedsFIPS(); !ok {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: "GODEBUG", Value: "fips140=on"}}
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics

@@ -9,6 +9,7 @@ import (
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
 // progress is what decides the gateway's Programmed condition beyond its listeners.
@@ -43,7 +44,7 @@ func (t *translator) listenerStatus(l *listenerState, deploymentReady bool) krox
 	if l.accepted != nil {
 		ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, false, l.accepted.reason, l.accepted.message, t.gen))
 	} else {
-		ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "listener accepted", t.gen))
+		ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "listener accepted"+t.tlsNote(l.options, true), t.gen))
 	}
 	if l.resolved != nil {
 		ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, false, l.resolved.reason, l.resolved.message, t.gen))
@@ -165,7 +166,7 @@ func (t *translator) policyStatus(res *Result) {
 		if ps.accepted != nil {
 			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, false, ps.accepted.reason, ps.accepted.message, gen))
 		} else {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the policy applies to backends of this gateway", gen))
+			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the policy applies to backends of this gateway"+t.tlsNote(ps.policy.Spec.Options, false), gen))
 		}
 		if ps.resolved != nil {
 			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, false, ps.resolved.reason, ps.resolved.message, gen))
@@ -174,4 +175,23 @@ func (t *translator) policyStatus(res *Result) {
 		}
 		res.PolicyAncestors[key] = entry
 	}
+}
+
+// tlsNote says, for a status message, which TLS protocols and suites are in force for options
+// that set any, and what they asked for that cannot be enforced (config.TLSParams.Describe);
+// for a listener, also that the proxy runs in FIPS 140-3 mode, which applies to all of them.
+func (t *translator) tlsNote(opts map[string]string, listener bool) string {
+	var parts []string
+	if len(opts) > 0 {
+		if p, err := config.ResolveTLSOptions(opts); err == nil {
+			parts = append(parts, "TLS "+p.Describe())
+		}
+	}
+	if listener && t.fipsFor != "" {
+		parts = append(parts, "the proxy runs in FIPS 140-3 mode for "+t.fipsFor+", which leaves ChaCha20-Poly1305 and the curves FIPS does not approve out of every listener")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }

@@ -76,6 +76,8 @@ type translator struct {
 	tlsRoutes    map[string]*desiredRoute
 	// policies are every KafkaBackendTLSPolicy with what this gateway found out about it.
 	policies map[types.NamespacedName]*policyState
+	// fipsFor names what puts the proxy in FIPS 140-3 mode (config.Config.NeedsFIPS), if anything.
+	fipsFor string
 }
 
 type desiredService struct {

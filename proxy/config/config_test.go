@@ -238,6 +238,18 @@ func TestParseRejectsUnknownFields(t *testing.T) {
 	}
 }
 
+// defaultSuites12 are Go's TLS 1.2 suites, as ResolveTLSOptions lists them when only a TLS 1.3
+// suite is disabled.
+func defaultSuites12() []uint16 {
+	var out []uint16
+	for _, cs := range tls.CipherSuites() {
+		if supports(cs, tls.VersionTLS12) {
+			out = append(out, cs.ID)
+		}
+	}
+	return out
+}
+
 func TestResolveTLSOptions(t *testing.T) {
 	ecdhe := tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
 	tests := map[string]struct {
@@ -246,15 +258,15 @@ func TestResolveTLSOptions(t *testing.T) {
 		wantErr string
 	}{
 		"no options give TLS 1.2 to 1.3 with Go's suites": {
-			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13},
+			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13, Suites13: all13},
 		},
 		"only TLS 1.3 enabled": {
 			opts: map[string]string{OptionEnabledProtocols: "TLSv1.3"},
-			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13},
+			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Suites13: all13},
 		},
 		"TLS 1.2 disabled leaves TLS 1.3": {
 			opts: map[string]string{OptionDisabledProtocols: "TLSv1, TLSv1.1,TLSv1.2"},
-			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13},
+			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Suites13: all13},
 		},
 		"enabling TLS 1.1 is refused": {
 			opts: map[string]string{OptionEnabledProtocols: "TLSv1.1,TLSv1.2"}, wantErr: "below the minimum",
@@ -274,17 +286,30 @@ func TestResolveTLSOptions(t *testing.T) {
 		},
 		"all TLS 1.3 suites plus a TLS 1.2 suite": {
 			opts: map[string]string{OptionEnabledCipherSuites: "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"},
-			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13, CipherSuites: []uint16{ecdhe}},
+			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13, CipherSuites: []uint16{ecdhe}, Suites13: all13},
 		},
 		"only TLS 1.3 suites turns TLS 1.2 off": {
 			opts: map[string]string{OptionEnabledCipherSuites: "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"},
-			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13},
+			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Suites13: all13},
 		},
-		"a subset of TLS 1.3 suites is refused": {
-			opts: map[string]string{OptionEnabledCipherSuites: "TLS_AES_256_GCM_SHA384"}, wantErr: "cannot enable TLS 1.3 cipher suites individually",
+		"the seed's example: TLS 1.3 in FIPS 140-3 mode, AES-128-GCM not enforced off": {
+			opts: map[string]string{OptionEnabledProtocols: "TLSv1.3", OptionDisabledProtocols: "TLSv1.2",
+				OptionEnabledCipherSuites: "TLS_AES_256_GCM_SHA384", OptionDisabledCipherSuites: "TLS_CHACHA20_POLY1305_SHA256"},
+			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, FIPS: true, Suites13: fips13,
+				Unenforced: []string{"TLS_AES_128_GCM_SHA256 stays enabled (Go enables TLS 1.3 suites as a set: all three, or in FIPS 140-3 mode both AES-GCM ones)"}},
 		},
-		"disabling a TLS 1.3 suite is refused while TLS 1.3 is on": {
-			opts: map[string]string{OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256"}, wantErr: "cannot disable",
+		"disabling ChaCha20 alone asks for FIPS 140-3 mode and enforces it exactly": {
+			opts: map[string]string{OptionDisabledCipherSuites: "TLS_CHACHA20_POLY1305_SHA256"},
+			want: TLSParams{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13, CipherSuites: defaultSuites12(), FIPS: true, Suites13: fips13},
+		},
+		"disabling an AES suite cannot be enforced and says so": {
+			opts: map[string]string{OptionEnabledProtocols: "TLSv1.3", OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256"},
+			want: TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, Suites13: all13,
+				Unenforced: []string{"TLS_AES_128_GCM_SHA256 stays enabled (Go enables TLS 1.3 suites as a set: all three, or in FIPS 140-3 mode both AES-GCM ones)"}},
+		},
+		"disabling every TLS 1.3 suite turns TLS 1.3 off": {
+			opts: map[string]string{OptionEnabledProtocols: "TLSv1.3", OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"},
+			wantErr: "no TLS protocol version",
 		},
 		"disabling a TLS 1.3 suite is fine with TLS 1.3 off": {
 			opts: map[string]string{OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256", OptionEnabledProtocols: "TLSv1.2",

@@ -13,6 +13,46 @@ type TLSParams struct {
 	MinVersion, MaxVersion uint16
 	// CipherSuites are the TLS 1.2 cipher suites, in preference order; nil means Go's defaults.
 	CipherSuites []uint16
+	// FIPS is set when the options exclude TLS_CHACHA20_POLY1305_SHA256 from TLS 1.3: Go cannot
+	// pick TLS 1.3 suites one by one, but its FIPS 140-3 mode (GODEBUG=fips140=on, for the whole
+	// process) restricts TLS 1.3 to the two AES-GCM suites. The proxy refuses such options when it
+	// does not run in that mode, and the operator turns it on for the proxy pods.
+	FIPS bool `json:"-"`
+	// Suites13 are the TLS 1.3 suites in force when TLS 1.3 is on.
+	Suites13 []uint16 `json:"-"`
+	// Unenforced says, one entry each, what the options asked for that Go cannot enforce.
+	Unenforced []string `json:"-"`
+}
+
+// TLS 1.3 suites: Go enables all three, or in FIPS 140-3 mode the AES-GCM ones.
+var (
+	all13  = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384, tls.TLS_CHACHA20_POLY1305_SHA256}
+	fips13 = []uint16{tls.TLS_AES_128_GCM_SHA256, tls.TLS_AES_256_GCM_SHA384}
+)
+
+// Describe says which protocols and suites are in force, and what was asked for but is not
+// enforced, for status messages and logs.
+func (p TLSParams) Describe() string {
+	var parts []string
+	if p.MinVersion <= tls.VersionTLS12 && p.MaxVersion >= tls.VersionTLS12 {
+		suites := "Go's default suites"
+		if p.CipherSuites != nil {
+			suites = names(p.CipherSuites)
+		}
+		parts = append(parts, "TLSv1.2 with "+suites)
+	}
+	if p.MaxVersion >= tls.VersionTLS13 {
+		s := "TLSv1.3 with " + names(p.Suites13)
+		if p.FIPS {
+			s += " (FIPS 140-3 mode)"
+		}
+		parts = append(parts, s)
+	}
+	out := "in force: " + strings.Join(parts, "; ")
+	if len(p.Unenforced) > 0 {
+		out += "; not enforced: " + strings.Join(p.Unenforced, "; ")
+	}
+	return out
 }
 
 // Apply sets the versions and cipher suites on c.
@@ -101,12 +141,9 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 		delete(versions, ver)
 	}
 
-	tls13 := tls.CipherSuites() // filtered below to the TLS 1.3 ones
-	var all13 []uint16
-	for _, cs := range tls13 {
-		if supports(cs, tls.VersionTLS13) {
-			all13 = append(all13, cs.ID)
-		}
+	want13 := map[uint16]bool{}
+	for _, id := range all13 {
+		want13[id] = true
 	}
 	var suites12 []uint16
 	explicit := false
@@ -130,14 +167,10 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 			}
 			suites12 = append(suites12, cs.ID)
 		}
-		if versions[tls.VersionTLS13] {
-			switch {
-			case len(seen13) == 0:
-				// JSSE with no TLS 1.3 suite enabled cannot negotiate TLS 1.3.
-				delete(versions, tls.VersionTLS13)
-			case len(seen13) != len(all13):
-				return TLSParams{}, fmt.Errorf("%s: Go cannot enable TLS 1.3 cipher suites individually; list all of %s or none", OptionEnabledCipherSuites, names(all13))
-			}
+		want13 = seen13
+		if len(seen13) == 0 {
+			// JSSE with no TLS 1.3 suite enabled cannot negotiate TLS 1.3.
+			delete(versions, tls.VersionTLS13)
 		}
 		if len(suites12) == 0 {
 			delete(versions, tls.VersionTLS12)
@@ -160,9 +193,7 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionDisabledCipherSuites, n)
 			}
 			if supports(cs, tls.VersionTLS13) {
-				if versions[tls.VersionTLS13] {
-					return TLSParams{}, fmt.Errorf("%s: Go cannot disable the TLS 1.3 cipher suite %s individually; disable TLSv1.3 instead", OptionDisabledCipherSuites, n)
-				}
+				delete(want13, cs.ID)
 				continue
 			}
 			out := suites12[:0]
@@ -176,6 +207,9 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 		if len(suites12) == 0 {
 			delete(versions, tls.VersionTLS12)
 		}
+	}
+	if len(want13) == 0 {
+		delete(versions, tls.VersionTLS13)
 	}
 	if len(versions) == 0 {
 		return TLSParams{}, fmt.Errorf("the options leave no TLS protocol version enabled (TLS 1.2 needs at least one TLS 1.2 cipher suite)")
@@ -191,7 +225,26 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 	if p.MinVersion == tls.VersionTLS12 {
 		p.CipherSuites = suites12
 	}
+	if versions[tls.VersionTLS13] {
+		p.FIPS, p.Suites13, p.Unenforced = enforce13(want13)
+	}
 	return p, nil
+}
+
+// enforce13 maps the TLS 1.3 suites asked for to what Go can enforce: all three, or without
+// ChaCha20-Poly1305 the AES-GCM pair of FIPS 140-3 mode; a suite in force but not asked for is
+// reported as not enforced.
+func enforce13(want map[uint16]bool) (fips bool, suites []uint16, unenforced []string) {
+	suites = all13
+	if !want[tls.TLS_CHACHA20_POLY1305_SHA256] {
+		fips, suites = true, fips13
+	}
+	for _, id := range suites {
+		if !want[id] {
+			unenforced = append(unenforced, fmt.Sprintf("%s stays enabled (Go enables TLS 1.3 suites as a set: all three, or in FIPS 140-3 mode both AES-GCM ones)", tls.CipherSuiteName(id)))
+		}
+	}
+	return fips, suites, unenforced
 }
 
 func names(ids []uint16) string {
@@ -201,4 +254,24 @@ func names(ids []uint16) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// NeedsFIPS reports whether some listener's or upstream's TLS options need FIPS 140-3 mode
+// (TLSParams.FIPS), and names the first that does. Options that do not resolve are left to
+// Validate.
+func (c *Config) NeedsFIPS() (string, bool) {
+	for _, l := range c.Listeners {
+		if p, err := ResolveTLSOptions(l.Options); err == nil && p.FIPS {
+			return "listener " + l.Name, true
+		}
+	}
+	for _, vc := range c.VirtualClusters {
+		if vc.UpstreamTLS == nil {
+			continue
+		}
+		if p, err := ResolveTLSOptions(vc.UpstreamTLS.Options); err == nil && p.FIPS {
+			return "the upstream TLS of virtual cluster " + vc.Name, true
+		}
+	}
+	return "", false
 }

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"crypto/fips140"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -87,4 +89,15 @@ func SelectCertificate(certs []*tls.Certificate, host string) *tls.Certificate {
 		}
 	}
 	return best
+}
+
+// resolveTLSOptions is config.ResolveTLSOptions, refusing options that need FIPS 140-3 mode when
+// the process does not run in it: serving TLS_CHACHA20_POLY1305_SHA256 to a listener that
+// disabled it would be a silent downgrade of what its owner asked for.
+func resolveTLSOptions(opts map[string]string) (config.TLSParams, error) {
+	p, err := config.ResolveTLSOptions(opts)
+	if err == nil && p.FIPS && !fips140.Enabled() {
+		err = errors.New("the options exclude TLS_CHACHA20_POLY1305_SHA256 from TLS 1.3, which needs FIPS 140-3 mode (GODEBUG=fips140=on), and the proxy does not run in it; the operator sets it on proxy pods that need it")
+	}
+	return p, err
 }

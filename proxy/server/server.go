@@ -350,7 +350,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			var err error
 			if snap.clientCAs, err = loadPool(l.ClientCAFiles); err != nil {
 				err = fmt.Errorf("clientCAFiles: %w", err)
-			} else if snap.params, err = config.ResolveTLSOptions(l.Options); err != nil {
+			} else if snap.params, err = resolveTLSOptions(l.Options); err != nil {
 				err = fmt.Errorf("options: %w", err)
 			}
 			if err != nil {

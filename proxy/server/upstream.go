@@ -117,7 +117,7 @@ func upstreamTLS(u *config.UpstreamTLS) (*tls.Config, error) {
 	if u == nil {
 		return nil, nil
 	}
-	params, err := config.ResolveTLSOptions(u.Options)
+	params, err := resolveTLSOptions(u.Options)
 	if err != nil {
 		return nil, err
 	}
