@@ -308,7 +308,7 @@ func TestResolveTLSOptions(t *testing.T) {
 				Unenforced: []string{"TLS_AES_128_GCM_SHA256 stays enabled (Go enables TLS 1.3 suites as a set: all three, or in FIPS 140-3 mode both AES-GCM ones)"}},
 		},
 		"disabling every TLS 1.3 suite turns TLS 1.3 off": {
-			opts: map[string]string{OptionEnabledProtocols: "TLSv1.3", OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"},
+			opts:    map[string]string{OptionEnabledProtocols: "TLSv1.3", OptionDisabledCipherSuites: "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256"},
 			wantErr: "no TLS protocol version",
 		},
 		"disabling a TLS 1.3 suite is fine with TLS 1.3 off": {
