@@ -252,13 +252,12 @@ func TestRunnerPlaysTheKubeletForADeployment(t *testing.T) {
 		if err := cp.Client.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e.eventually("no process after delete", func() (bool, string) {
+		// The runner forgets the pod, then stops its process, then removes its folder: wait for all three.
+		e.eventually("no process and no pod folder after delete", func() (bool, string) {
 			_, ok := runner.Pod(ns, "web")
-			return !ok && !alive(last.PID), ""
+			_, err := os.Stat(last.Dir)
+			return !ok && !alive(last.PID) && os.IsNotExist(err), fmt.Sprintf("pod known %v, folder: %v", ok, err)
 		})
-		if _, err := os.Stat(last.Dir); !os.IsNotExist(err) {
-			t.Errorf("the pod folder stays: %v", err)
-		}
 		if _, err := os.Stat(last.LogPath); err != nil {
 			t.Errorf("the log went with the pod: %v", err)
 		}
