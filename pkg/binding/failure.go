@@ -40,6 +40,10 @@ const (
 	// ReasonCACertificateMissing: the listener uses TLS and the <cluster>-cluster-ca-cert Secret
 	// does not exist or has no ca.crt.
 	ReasonCACertificateMissing = "CACertificateMissing"
+	// ReasonGatewayCertificateUnresolved: a tlsroute listener with tls: false ends TLS at a Gateway
+	// whose listener certificate kafkalink cannot find (no parentRefs, a missing Gateway or
+	// listener, a listener that does not terminate TLS, a missing Secret).
+	ReasonGatewayCertificateUnresolved = "GatewayCertificateUnresolved"
 	// ReasonCertificateNotPEM: an entry that must hold PEM certificates holds none; the message
 	// names the Secret (or Kafka status) and the entry.
 	ReasonCertificateNotPEM = "CertificateNotPEM"

@@ -125,10 +125,11 @@ func preferred(a, b strimzi.Listener, current string) bool {
 // Only scram-sha-512 listeners use SASL among the ones kafkalink binds.
 func SecurityProtocol(l strimzi.Listener) string {
 	sasl := l.Authentication == strimzi.ListenerAuthSCRAMSHA512
+	tls := l.EncryptedToClients()
 	switch {
-	case l.TLS && sasl:
+	case tls && sasl:
 		return ProtocolSASLSSL
-	case l.TLS:
+	case tls:
 		return ProtocolSSL
 	case sasl:
 		return ProtocolSASLPlaintext

@@ -75,6 +75,8 @@ type SecretInput struct {
 	Choice Choice
 	// CASecret is <cluster>-cluster-ca-cert; nil when it does not exist. Read only for TLS listeners.
 	CASecret *SecretData
+	// GatewayTrust is, by listener name, the trust of tlsroute listeners with tls: false.
+	GatewayTrust map[string]GatewayTrust
 	// User is the parsed KafkaUser; nil when the connection names none.
 	User *strimzi.KafkaUser
 	// UserSecret is the user's credentials Secret (User.SecretName()); nil when it does not exist.
@@ -170,8 +172,17 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 	}
 	set(protocol, KeySecurityProtocol, AliasSecurityProtocol)
 
-	if l.TLS {
+	switch {
+	case l.TLS:
 		if f := addTruststore(data, in.CASecret, in.Choice.Status, formats, in.Cache); f != nil {
+			return nil, f
+		}
+	case l.TerminatesAtGateway():
+		gt := in.GatewayTrust[l.Name]
+		if gt.Secret == nil {
+			return nil, fail(ReasonGatewayCertificateUnresolved, fmt.Sprintf("listener %q is a tlsroute listener with tls: false, whose TLS ends at the Gateway, and kafkalink cannot find the Gateway listener's certificate to trust: %s", l.Name, gt.Problem))
+		}
+		if f := addTruststore(data, gt.Secret, strimzi.ListenerStatus{}, formats, in.Cache); f != nil {
 			return nil, f
 		}
 	}
@@ -366,6 +377,8 @@ type Input struct {
 	UserSecret *SecretData
 	// CASecret is the Kafka's <cluster>-cluster-ca-cert Secret; nil when it does not exist.
 	CASecret *SecretData
+	// GatewayTrust is, by listener name, the trust of tlsroute listeners with tls: false.
+	GatewayTrust map[string]GatewayTrust
 	// Provider is the provider entry; empty means "strimzi".
 	Provider string
 	// StoreFormats is spec.storeFormats; empty means DefaultStoreFormats.
@@ -394,6 +407,7 @@ func Build(in Input) (Result, *Failure) {
 	data, f := AssembleSecret(SecretInput{
 		Choice:       choice,
 		CASecret:     in.CASecret,
+		GatewayTrust: in.GatewayTrust,
 		User:         in.User,
 		UserSecret:   in.UserSecret,
 		Provider:     in.Provider,

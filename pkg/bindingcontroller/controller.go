@@ -96,7 +96,8 @@ type reconciler struct {
 	bindings    corelisters.SecretLister
 	grants      *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
 	strimzi     *strimziWatch
-	route       *routeWatch // connections that name a KafkaRoute; see route.go
+	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
+	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
 	cache       *binding.StoreCache
 	recorder    record.EventRecorder
 	clock       clock.PassiveClock
@@ -193,6 +194,10 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	r.route = route
 	c.WaitFor(routeSynced...)
+	if r.gatewaysAPI, err = newGatewayAPIWatch(ctx, env, enqueueAll); err != nil {
+		return nil, err
+	}
+	c.WaitFor(r.gatewaysAPI.HasSynced)
 
 	go sourceInformer.RunWithContext(ctx)
 	go bindingInformer.RunWithContext(ctx)

@@ -262,6 +262,12 @@ func (r *reconciler) certificateSecretToConnections(obj any) []cache.ObjectName 
 	for _, sk := range controller.KeyOf(obj) {
 		keys = append(keys, r.byIndex(indexRouteCASecret, sk.String())...)
 		keys = append(keys, r.gatewaysToConnections(controller.KeysByIndex(r.route.gatewayIdx, indexGatewayCertificate, sk.String()))...)
+		if r.gatewaysAPI != nil && r.isGatewayAPICertificate(sk.String()) {
+			// A Gateway API Gateway's certificate, which tlsroute bindings trust: every connection.
+			for _, conn := range r.connIndex.List() {
+				keys = append(keys, controller.KeyOf(conn)...)
+			}
+		}
 	}
 	return keys
 }

@@ -137,6 +137,7 @@ func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziSta
 	if s, err := r.sources.Secrets(kk.Namespace).Get(strimzi.ClusterCASecretName(kk.Name)); err == nil {
 		in.CASecret = &binding.SecretData{Name: s.Name, Data: s.Data}
 	}
+	in.GatewayTrust = r.gatewayTrust(k)
 
 	if _, ok := userKey(conn); !ok {
 		return in, nil

@@ -206,6 +206,9 @@ func parseArrayListeners(items []any, path string) ([]Listener, error) {
 		if l.Authentication, err = parseListenerAuth(m, p); err != nil {
 			return nil, err
 		}
+		if l.ParentRefs, err = parseParentRefs(m, p); err != nil {
+			return nil, err
+		}
 		out = append(out, l)
 	}
 	return out, nil
@@ -260,6 +263,9 @@ func parseObjectListeners(obj map[string]any, path string) ([]Listener, error) {
 		}
 		var err error
 		if l.Authentication, err = parseListenerAuth(m, p); err != nil {
+			return nil, err
+		}
+		if l.ParentRefs, err = parseParentRefs(m, p); err != nil {
 			return nil, err
 		}
 		out = append(out, l)

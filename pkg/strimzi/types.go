@@ -103,6 +103,9 @@ type Listener struct {
 	Type           ListenerType
 	TLS            bool
 	Authentication ListenerAuthentication
+	// ParentRefs are a tlsroute listener's configuration.parentRefs: the Gateways (or other
+	// parents) its TLSRoutes attach to.
+	ParentRefs []GatewayParentRef
 }
 
 // ListenerAddress is one address of a listener in the Kafka status.

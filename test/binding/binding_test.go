@@ -41,6 +41,9 @@ func runScenarios(t *testing.T, strimziVersion string, kind operatorKind) {
 	t.Run("a Secret deleted or edited by hand is restored", h.secretRestored)
 	t.Run("deleting the KafkaConnection deletes its Secret through garbage collection", h.garbageCollected)
 	t.Run("a franz-go client configured from the operator's Secret produces and consumes over SASL_SSL", h.realClient)
+	if strimziVersion != "0.45.0" { // the tlsroute listener type came after 0.45
+		t.Run("a tlsroute listener with tls: false is bound as TLS to the Gateway, trusting its certificate", h.tlsrouteThroughGateway)
+	}
 	t.Run("broken inputs get their reasons and recover by themselves", h.brokenInputs)
 	t.Run("a restarted operator writes nothing for unchanged connections", h.restartWritesNothing)
 }

@@ -238,12 +238,17 @@ type listener struct {
 	port      int64
 	tls       bool
 	auth      string
+	// parentRefs, for a tlsroute listener, are its configuration.parentRefs.
+	parentRefs []any
 }
 
 func (l listener) spec() map[string]any {
 	m := map[string]any{"name": l.name, "port": l.port, "type": l.typ, "tls": l.tls}
 	if l.auth != "" {
 		m["authentication"] = map[string]any{"type": l.auth}
+	}
+	if l.parentRefs != nil {
+		m["configuration"] = map[string]any{"parentRefs": l.parentRefs}
 	}
 	return m
 }
