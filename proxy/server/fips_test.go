@@ -78,7 +78,7 @@ func opensslHandshake(port int, suite string) error {
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
+		return fmt.Errorf("%w: %s", err, out)
 	}
 	if !strings.Contains(string(out), suite) {
 		return fmt.Errorf("no %s in: %s", suite, out)
