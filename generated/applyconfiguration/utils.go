@@ -54,6 +54,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kafkav1beta2.KafkaReferenceApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("ListenerReference"):
 		return &kafkav1beta2.ListenerReferenceApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("OAuthClient"):
+		return &kafkav1beta2.OAuthClientApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("SecretReference"):
 		return &kafkav1beta2.SecretReferenceApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("UserReference"):

@@ -209,6 +209,9 @@ func parseArrayListeners(items []any, path string) ([]Listener, error) {
 		if l.ParentRefs, err = parseParentRefs(m, p); err != nil {
 			return nil, err
 		}
+		if l.OAuth, err = parseOAuth(m, p); err != nil {
+			return nil, err
+		}
 		out = append(out, l)
 	}
 	return out, nil
@@ -266,6 +269,9 @@ func parseObjectListeners(obj map[string]any, path string) ([]Listener, error) {
 			return nil, err
 		}
 		if l.ParentRefs, err = parseParentRefs(m, p); err != nil {
+			return nil, err
+		}
+		if l.OAuth, err = parseOAuth(m, p); err != nil {
 			return nil, err
 		}
 		out = append(out, l)

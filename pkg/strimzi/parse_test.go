@@ -89,7 +89,7 @@ metadata: {name: old, namespace: ns}
 spec:
   kafka:
     listeners:
-    - {name: oauth, port: 9092, type: internal, tls: true, authentication: {type: oauth, clientId: x}}
+    - {name: oauth, port: 9092, type: internal, tls: true, authentication: {type: oauth, clientId: x, tokenEndpointUri: "https://sso.example.com/token", validIssuerUri: "https://sso.example.com"}}
     - {name: lb, port: 9094, type: loadbalancer, tls: true}
 status:
   listeners:
@@ -100,7 +100,8 @@ status:
 				APIVersion: "kafka.strimzi.io/v1beta2", Namespace: "ns", Name: "old",
 				ListenerForm: ListenerFormArray,
 				Listeners: []Listener{
-					{Name: "oauth", Port: 9092, Type: ListenerInternal, TLS: true, Authentication: ListenerAuthOAuth},
+					{Name: "oauth", Port: 9092, Type: ListenerInternal, TLS: true, Authentication: ListenerAuthOAuth,
+						OAuth: &OAuthListener{TokenEndpointURI: "https://sso.example.com/token", ValidIssuerURI: "https://sso.example.com", OAuthBearer: true}},
 					{Name: "lb", Port: 9094, Type: ListenerLoadBalancer, TLS: true},
 				},
 				Status: KafkaStatus{Listeners: []ListenerStatus{

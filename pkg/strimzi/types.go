@@ -106,6 +106,8 @@ type Listener struct {
 	// ParentRefs are a tlsroute listener's configuration.parentRefs: the Gateways (or other
 	// parents) its TLSRoutes attach to.
 	ParentRefs []GatewayParentRef
+	// OAuth is set for an oauth listener.
+	OAuth *OAuthListener
 }
 
 // ListenerAddress is one address of a listener in the Kafka status.

@@ -46,6 +46,8 @@ const (
 )
 
 // KafkaConnectionSpec names the Kafka cluster, optionally a listener, and optionally a user.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.user) && has(self.oauth))",message="user and oauth are two ways to authenticate: name one"
 type KafkaConnectionSpec struct {
 	// Kafka is the cluster to connect to: a Strimzi Kafka, or a KafkaRoute in front of one.
 	// +required
@@ -53,6 +55,11 @@ type KafkaConnectionSpec struct {
 	// User is the KafkaUser whose credentials go into the binding; none when unset.
 	// +optional
 	User *UserReference `json:"user,omitempty"`
+	// OAuth binds an oauth listener (Strimzi's authentication type oauth, as Keycloak installs use):
+	// the application authenticates with OAUTHBEARER, getting tokens from the token endpoint with
+	// the client credentials of a Secret.
+	// +optional
+	OAuth *OAuthClient `json:"oauth,omitempty"`
 	// StoreFormats are the truststore and keystore formats written to the binding Secret.
 	// The default, PEM and PKCS12, is the proposal's. Spring Cloud Bindings (2.0.2 and later)
 	// and Quarkus read every entry as UTF-8 text and fail to start on binary entries: set [PEM].
@@ -197,4 +204,21 @@ type KafkaConnectionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items are the KafkaConnections.
 	Items []KafkaConnection `json:"items"`
+}
+
+// OAuthClient is an OAuth 2.0 client of the client-credentials grant.
+type OAuthClient struct {
+	// ClientSecretRef names a Secret in the connection's namespace with the keys clientId and
+	// clientSecret.
+	// +required
+	ClientSecretRef SecretReference `json:"clientSecretRef"`
+	// TokenEndpointURI is where clients get tokens; the listener's tokenEndpointUri when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	TokenEndpointURI string `json:"tokenEndpointUri,omitempty"`
+	// Scope is the OAuth scope to ask for; none when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Scope string `json:"scope,omitempty"`
 }

@@ -192,7 +192,7 @@ type FilterReference struct {
 // Service), or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka), from which kafkalink derives the
 // bootstrap address, the upstream TLS trust, the broker ids and every broker's address.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.group) ? self.group : ”) == ” && (has(self.kind) ? self.kind : 'Service') == 'Service' || (has(self.group) ? self.group : ”) == 'kafka.strimzi.io' && (has(self.kind) ? self.kind : ”) == 'Kafka'",message="a backendRef is a core Service (group \"\", kind Service) or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka)"
+// +kubebuilder:validation:XValidation:rule="(!has(self.group) || size(self.group) == 0) && (!has(self.kind) || self.kind == 'Service') || has(self.group) && self.group == 'kafka.strimzi.io' && has(self.kind) && self.kind == 'Kafka'",message="a backendRef is a core Service (group \"\", kind Service) or a Strimzi Kafka (group kafka.strimzi.io, kind Kafka)"
 type BackendReference struct {
 	// Group is "" (core) for a Service, kafka.strimzi.io for a Kafka.
 	// +optional

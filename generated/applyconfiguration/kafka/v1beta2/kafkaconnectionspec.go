@@ -27,6 +27,10 @@ type KafkaConnectionSpecApplyConfiguration struct {
 	Kafka *KafkaReferenceApplyConfiguration `json:"kafka,omitempty"`
 	// User is the KafkaUser whose credentials go into the binding; none when unset.
 	User *UserReferenceApplyConfiguration `json:"user,omitempty"`
+	// OAuth binds an oauth listener (Strimzi's authentication type oauth, as Keycloak installs use):
+	// the application authenticates with OAUTHBEARER, getting tokens from the token endpoint with
+	// the client credentials of a Secret.
+	OAuth *OAuthClientApplyConfiguration `json:"oauth,omitempty"`
 	// StoreFormats are the truststore and keystore formats written to the binding Secret.
 	// The default, PEM and PKCS12, is the proposal's. Spring Cloud Bindings (2.0.2 and later)
 	// and Quarkus read every entry as UTF-8 text and fail to start on binary entries: set [PEM].
@@ -52,6 +56,14 @@ func (b *KafkaConnectionSpecApplyConfiguration) WithKafka(value *KafkaReferenceA
 // If called multiple times, the User field is set to the value of the last call.
 func (b *KafkaConnectionSpecApplyConfiguration) WithUser(value *UserReferenceApplyConfiguration) *KafkaConnectionSpecApplyConfiguration {
 	b.User = value
+	return b
+}
+
+// WithOAuth sets the OAuth field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the OAuth field is set to the value of the last call.
+func (b *KafkaConnectionSpecApplyConfiguration) WithOAuth(value *OAuthClientApplyConfiguration) *KafkaConnectionSpecApplyConfiguration {
+	b.OAuth = value
 	return b
 }
 
