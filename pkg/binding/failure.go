@@ -40,6 +40,10 @@ const (
 	// ReasonCACertificateMissing: the listener uses TLS and the <cluster>-cluster-ca-cert Secret
 	// does not exist or has no ca.crt.
 	ReasonCACertificateMissing = "CACertificateMissing"
+	// ReasonOAuthCredentialsMissing: the spec.oauth Secret is missing or lacks clientId or clientSecret.
+	ReasonOAuthCredentialsMissing = "OAuthCredentialsMissing"
+	// ReasonOAuthTokenEndpointUnknown: neither the oauth listener nor the connection gives a token endpoint.
+	ReasonOAuthTokenEndpointUnknown = "OAuthTokenEndpointUnknown"
 	// ReasonGatewayCertificateUnresolved: a tlsroute listener with tls: false ends TLS at a Gateway
 	// whose listener certificate kafkalink cannot find (no parentRefs, a missing Gateway or
 	// listener, a listener that does not terminate TLS, a missing Secret).

@@ -28,6 +28,8 @@ type ListenerInput struct {
 	Current string
 	// User is the parsed KafkaUser; nil when the connection names no user.
 	User *strimzi.KafkaUser
+	// OAuth is the connection's OAuth client; nil when it asks for none.
+	OAuth *OAuthCredentials
 }
 
 // Choice is the listener a connection uses.
@@ -68,16 +70,16 @@ func ChooseListener(in ListenerInput) (Choice, *Failure) {
 			return Choice{}, fail(ReasonListenerNotFound, fmt.Sprintf("Kafka %s has no listener %q (it has %s)",
 				kafkaRef(k), in.Requested, listenerNames(k.Listeners)))
 		}
-		if why := misfit(l, in.User); why != "" {
+		if why := misfit(l, in.User, in.OAuth); why != "" {
 			return Choice{}, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q of Kafka %s cannot serve %s: %s",
-				l.Name, kafkaRef(k), describeUser(in.User), why))
+				l.Name, kafkaRef(k), describePrincipal(in.User, in.OAuth), why))
 		}
 		chosen = l
 	} else {
 		var misfits []string
 		var candidates []strimzi.Listener
 		for _, l := range k.Listeners {
-			if why := misfit(l, in.User); why != "" {
+			if why := misfit(l, in.User, in.OAuth); why != "" {
 				misfits = append(misfits, fmt.Sprintf("%s (%s)", l.Name, why))
 				continue
 			}
@@ -86,7 +88,7 @@ func ChooseListener(in ListenerInput) (Choice, *Failure) {
 		if len(candidates) == 0 {
 			msg := fmt.Sprintf("Kafka %s has no listeners", kafkaRef(k))
 			if len(misfits) > 0 {
-				msg = fmt.Sprintf("no listener of Kafka %s can serve %s: %s", kafkaRef(k), describeUser(in.User), strings.Join(misfits, "; "))
+				msg = fmt.Sprintf("no listener of Kafka %s can serve %s: %s", kafkaRef(k), describePrincipal(in.User, in.OAuth), strings.Join(misfits, "; "))
 			}
 			return Choice{}, fail(ReasonNoCompatibleListener, msg)
 		}
@@ -124,7 +126,7 @@ func preferred(a, b strimzi.Listener, current string) bool {
 // SecurityProtocol is the Kafka client security.protocol for a listener: TLS or not, SASL or not.
 // Only scram-sha-512 listeners use SASL among the ones kafkalink binds.
 func SecurityProtocol(l strimzi.Listener) string {
-	sasl := l.Authentication == strimzi.ListenerAuthSCRAMSHA512
+	sasl := l.Authentication == strimzi.ListenerAuthSCRAMSHA512 || l.Authentication == strimzi.ListenerAuthOAuth
 	tls := l.EncryptedToClients()
 	switch {
 	case tls && sasl:
@@ -153,7 +155,10 @@ func checkUserAuthentication(u *strimzi.KafkaUser) *Failure {
 }
 
 // misfit says why a listener cannot serve a user, or "" when it can.
-func misfit(l strimzi.Listener, u *strimzi.KafkaUser) string {
+func misfit(l strimzi.Listener, u *strimzi.KafkaUser, o *OAuthCredentials) string {
+	if o != nil || l.Authentication == strimzi.ListenerAuthOAuth {
+		return oauthMisfit(l, o)
+	}
 	switch l.Authentication {
 	case strimzi.ListenerAuthNone:
 		if u != nil {
@@ -179,7 +184,7 @@ func misfit(l strimzi.Listener, u *strimzi.KafkaUser) string {
 			return fmt.Sprintf("it requires tls client authentication and the user uses %s", u.Authentication)
 		}
 		return ""
-	case strimzi.ListenerAuthCustom, strimzi.ListenerAuthOAuth:
+	case strimzi.ListenerAuthCustom:
 		return fmt.Sprintf("it uses %s authentication, which kafkalink cannot bind", l.Authentication)
 	default:
 		return fmt.Sprintf("it uses authentication %q, which kafkalink does not know", l.Authentication)
@@ -218,8 +223,11 @@ func userRef(u *strimzi.KafkaUser) string {
 }
 
 // describeUser names a KafkaUser and how it authenticates, for messages.
-func describeUser(u *strimzi.KafkaUser) string {
-	if u == nil {
+func describePrincipal(u *strimzi.KafkaUser, o *OAuthCredentials) string {
+	switch {
+	case o != nil:
+		return fmt.Sprintf("the OAuth client of Secret %s", o.SecretName)
+	case u == nil:
 		return "a connection without a KafkaUser"
 	}
 	return fmt.Sprintf("KafkaUser %s (%s)", userRef(u), u.Authentication)

@@ -127,9 +127,14 @@ func TestChooseListener(t *testing.T) {
 			in:     ListenerInput{Kafka: kafkaWith(lst("c", intl, true, custom)), Requested: "c"},
 			reason: ReasonListenerIncompatible, inMessage: "uses custom authentication, which kafkalink cannot bind",
 		},
-		"custom and oauth listeners never fit, even without a user": {
+		"custom listeners never fit, oauth ones need an OAuth client": {
 			in:     ListenerInput{Kafka: kafkaWith(lst("c", intl, true, custom), lst("o", intl, true, oauth))},
-			reason: ReasonNoCompatibleListener, inMessage: "c (it uses custom authentication, which kafkalink cannot bind); o (it uses oauth",
+			reason: ReasonNoCompatibleListener, inMessage: "c (it uses custom authentication, which kafkalink cannot bind); o (it requires oauth authentication and the connection has no spec.oauth client)",
+		},
+		"an OAuth client fits an oauth listener only": {
+			in: ListenerInput{Kafka: kafkaWith(lst("s", intl, true, scram), lst("o", intl, true, oauth), lst("p", intl, true, none)),
+				OAuth: &OAuthCredentials{SecretName: "ns/creds"}},
+			want: "o", protocol: ProtocolSASLSSL,
 		},
 		"a listener with an unknown authentication type never fits": {
 			in:     ListenerInput{Kafka: kafkaWith(lst("x", intl, true, "gssapi"))},

@@ -79,6 +79,8 @@ type SecretInput struct {
 	GatewayTrust map[string]GatewayTrust
 	// User is the parsed KafkaUser; nil when the connection names none.
 	User *strimzi.KafkaUser
+	// OAuth is the connection's OAuth client; nil when it asks for none.
+	OAuth *OAuthCredentials
 	// UserSecret is the user's credentials Secret (User.SecretName()); nil when it does not exist.
 	// tls-external users need none.
 	UserSecret *SecretData
@@ -143,8 +145,8 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 			return nil, f
 		}
 	}
-	if why := misfit(l, in.User); why != "" {
-		return nil, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q cannot serve %s: %s", l.Name, describeUser(in.User), why))
+	if why := misfit(l, in.User, in.OAuth); why != "" {
+		return nil, fail(ReasonListenerIncompatible, fmt.Sprintf("listener %q cannot serve %s: %s", l.Name, describePrincipal(in.User, in.OAuth), why))
 	}
 	if in.Choice.BootstrapServers == "" {
 		return nil, fail(ReasonBootstrapNotReady, fmt.Sprintf("listener %q has no bootstrap address yet", l.Name))
@@ -185,6 +187,12 @@ func AssembleSecret(in SecretInput) (map[string][]byte, *Failure) {
 		if f := addTruststore(data, gt.Secret, strimzi.ListenerStatus{}, formats, in.Cache); f != nil {
 			return nil, f
 		}
+	}
+	if in.OAuth != nil {
+		if f := addOAuth(data, l, in.OAuth); f != nil {
+			return nil, f
+		}
+		return data, nil
 	}
 	if in.User == nil {
 		return data, nil
@@ -373,6 +381,8 @@ type Input struct {
 	CurrentListener string
 	// User is the parsed KafkaUser; nil when the connection names none.
 	User *strimzi.KafkaUser
+	// OAuth is the connection's OAuth client; nil when it asks for none.
+	OAuth *OAuthCredentials
 	// UserSecret is the user's credentials Secret; nil when it does not exist.
 	UserSecret *SecretData
 	// CASecret is the Kafka's <cluster>-cluster-ca-cert Secret; nil when it does not exist.
@@ -400,6 +410,7 @@ func Build(in Input) (Result, *Failure) {
 		Requested: in.RequestedListener,
 		Current:   in.CurrentListener,
 		User:      in.User,
+		OAuth:     in.OAuth,
 	})
 	if f != nil {
 		return Result{}, f
@@ -409,6 +420,7 @@ func Build(in Input) (Result, *Failure) {
 		CASecret:     in.CASecret,
 		GatewayTrust: in.GatewayTrust,
 		User:         in.User,
+		OAuth:        in.OAuth,
 		UserSecret:   in.UserSecret,
 		Provider:     in.Provider,
 		StoreFormats: in.StoreFormats,

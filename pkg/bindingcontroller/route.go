@@ -30,6 +30,8 @@ var (
 	indexRoute = controller.IndexName(QueueName, "route")
 	// indexRouteCASecret (connections): namespace/name of spec.kafka.caSecret.
 	indexRouteCASecret = controller.IndexName(QueueName, "route-ca-secret")
+	// indexOAuthSecret (connections): namespace/name of spec.oauth.clientSecretRef.
+	indexOAuthSecret = controller.IndexName(QueueName, "oauth-secret")
 	// indexRouteGrantNamespace (connections): the namespace of a cross-namespace KafkaRoute, where
 	// a ReferenceGrant must allow the reference.
 	indexRouteGrantNamespace = controller.IndexName(QueueName, "route-namespace")
@@ -70,6 +72,7 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 	if err := connInf.AddIndexers(cache.Indexers{
 		indexRoute:               indexConnectionRoute,
 		indexRouteCASecret:       indexConnectionCASecret,
+		indexOAuthSecret:         indexConnectionOAuthSecret,
 		indexRouteGrantNamespace: indexConnectionRouteGrantNamespace,
 	}); err != nil {
 		return nil, nil, fmt.Errorf("indexing KafkaConnections by route: %w", err)
@@ -161,6 +164,14 @@ func indexConnectionRoute(obj any) ([]string, error) {
 		return []string{k.String()}, nil
 	}
 	return nil, nil
+}
+
+func indexConnectionOAuthSecret(obj any) ([]string, error) {
+	conn, ok := obj.(*kafkav1beta2.KafkaConnection)
+	if !ok || conn.Spec.OAuth == nil {
+		return nil, nil
+	}
+	return []string{cache.NewObjectName(conn.Namespace, conn.Spec.OAuth.ClientSecretRef.Name).String()}, nil
 }
 
 func indexConnectionCASecret(obj any) ([]string, error) {
@@ -261,6 +272,7 @@ func (r *reconciler) certificateSecretToConnections(obj any) []cache.ObjectName 
 	var keys []cache.ObjectName
 	for _, sk := range controller.KeyOf(obj) {
 		keys = append(keys, r.byIndex(indexRouteCASecret, sk.String())...)
+		keys = append(keys, r.byIndex(indexOAuthSecret, sk.String())...)
 		keys = append(keys, r.gatewaysToConnections(controller.KeysByIndex(r.route.gatewayIdx, indexGatewayCertificate, sk.String()))...)
 		if r.gatewaysAPI != nil && r.isGatewayAPICertificate(sk.String()) {
 			// A Gateway API Gateway's certificate, which tlsroute bindings trust: every connection.

@@ -68,6 +68,12 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 		var in binding.Input
 		in, failure = r.gather(conn, state)
+		if failure == nil && conn.Spec.OAuth != nil {
+			var err error
+			if in.OAuth, failure, err = r.gatherOAuth(ctx, conn); err != nil {
+				return err
+			}
+		}
 		if failure == nil {
 			res, failure = binding.Build(in)
 			failure = r.explain(failure, in, conn)
@@ -435,4 +441,22 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		}
 	}
 	return nil
+}
+
+// gatherOAuth reads the connection's OAuth client credentials Secret. It is read from the API
+// server, not cached: kafkalink caches no client secrets; a change to it is seen through the
+// certificate Secret informer's events (route.go), which keep no values.
+func (r *reconciler) gatherOAuth(ctx context.Context, conn *kafkav1beta2.KafkaConnection) (*binding.OAuthCredentials, *binding.Failure, error) {
+	o := conn.Spec.OAuth
+	name := o.ClientSecretRef.Name
+	s, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &binding.Failure{Reason: binding.ReasonOAuthCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s (spec.oauth.clientSecretRef) does not exist", conn.Namespace, name)}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &binding.OAuthCredentials{SecretName: conn.Namespace + "/" + name,
+		ClientID: string(s.Data[binding.OAuthClientIDKey]), ClientSecret: string(s.Data[binding.OAuthClientSecretKey]),
+		TokenEndpointURI: o.TokenEndpointURI, Scope: o.Scope}, nil, nil
 }
