@@ -221,7 +221,9 @@ func encodeResponse(corr uint32, resp kmsg.Response) []byte {
 	return body
 }
 
-func writeResponse(w io.Writer, corr uint32, resp kmsg.Response) { _, _ = w.Write(encodeResponse(corr, resp)) }
+func writeResponse(w io.Writer, corr uint32, resp kmsg.Response) {
+	_, _ = w.Write(encodeResponse(corr, resp))
+}
 
 // TestOAuthBindingWithRealClient binds an oauth listener (Strimzi's authentication type oauth,
 // tokenEndpointUri set) with a KafkaConnection's client credentials, projects the Secret as files,
@@ -338,8 +340,11 @@ func oauthClientOpts(t *testing.T, dir string) []kgo.Opt {
 		var body struct {
 			AccessToken string `json:"access_token"`
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
-			return oauth.Auth{}, fmt.Errorf("token endpoint: %s (%v)", resp.Status, err)
+		if resp.StatusCode != http.StatusOK {
+			return oauth.Auth{}, fmt.Errorf("token endpoint: %s", resp.Status)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			return oauth.Auth{}, fmt.Errorf("token endpoint: %w", err)
 		}
 		return oauth.Auth{Token: body.AccessToken}, nil
 	}
