@@ -43,6 +43,8 @@ func runScenarios(t *testing.T, strimziVersion string, kind operatorKind) {
 	t.Run("a franz-go client configured from the operator's Secret produces and consumes over SASL_SSL", h.realClient)
 	if strimziVersion != "0.45.0" { // the tlsroute listener type came after 0.45
 		t.Run("a tlsroute listener with tls: false is bound as TLS to the Gateway, trusting its certificate", h.tlsrouteThroughGateway)
+	} else { // Strimzi 1.x folded the oauth type into custom
+		t.Run("an oauth listener is bound with the connection's OAuth client credentials", h.oauthListener)
 	}
 	t.Run("broken inputs get their reasons and recover by themselves", h.brokenInputs)
 	t.Run("a restarted operator writes nothing for unchanged connections", h.restartWritesNothing)
