@@ -29,6 +29,9 @@ type Pending struct {
 type Stats interface {
 	// Rewrote counts addresses rewritten in one response of key.
 	Rewrote(key int16, n int)
+	// DroppedEndpoints counts one streamed Fetch response whose NodeEndpoints did not fit the
+	// original length once rewritten and were dropped (StreamFetch).
+	DroppedEndpoints()
 	// Requested counts one request of key read from the client.
 	Requested(key int16)
 	// Responded counts one response of key that has left the proxy for the client, d after
@@ -230,12 +233,15 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 		}
 		total := int64(size) + 4
 		if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
-			n, err := StreamFetch(src, dst, p.Version, total, m)
+			n, dropped, err := StreamFetch(src, dst, p.Version, total, m)
 			if err != nil {
 				return err
 			}
 			if stats != nil && n > 0 {
 				stats.Rewrote(p.Key, n)
+			}
+			if stats != nil && dropped {
+				stats.DroppedEndpoints()
 			}
 			continue
 		}

@@ -153,35 +153,35 @@ func walkFetchBody(c cursor, version int16) {
 // StreamFetch copies one Fetch response frame (size included, total bytes long) of version
 // 12 or later from src to dst, rewriting the NodeEndpoints of v16+ with m as described
 // above. It returns the number of addresses rewritten.
-func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m AddressMap) (int, error) {
+func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m AddressMap) (n int, dropped bool, err error) {
 	if version < 12 || version > MaxVersion(KeyFetch) {
-		return 0, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
+		return 0, false, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
 	}
 	w := &walker{src: src, dst: dst, left: total}
 	w.copyN(8)        // size, correlation id
 	skipTagSection(w) // response header
 	walkFetchBody(w, version)
 	if w.err != nil {
-		return 0, w.err
+		return 0, false, w.err
 	}
 	// The rest of the frame is the top-level tagged section.
 	if w.left > 1<<20 {
-		return 0, malformed("%d bytes of top-level tagged fields", w.left)
+		return 0, false, malformed("%d bytes of top-level tagged fields", w.left)
 	}
 	tail := make([]byte, w.left)
 	if _, err := io.ReadFull(src, tail); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if version < 16 {
 		_, err := dst.Write(tail)
-		return 0, err
+		return 0, false, err
 	}
-	out, n, err := rewriteTagSection(tail, m)
+	out, n, dropped, err := rewriteTagSection(tail, m)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	_, err = dst.Write(out)
-	return n, err
+	return n, dropped, err
 }
 
 // sliceCursor is a cursor over a buffered frame.
@@ -328,10 +328,10 @@ func padTo(tags []tag, size int) ([]byte, bool) {
 
 // rewriteTagSection rewrites the NodeEndpoints (tag 0) of a Fetch response's top-level
 // tagged section, keeping its length.
-func rewriteTagSection(section []byte, m AddressMap) ([]byte, int, error) {
+func rewriteTagSection(section []byte, m AddressMap) (out []byte, n int, dropped bool, err error) {
 	tags, err := parseTags(section)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	idx := -1
 	for i, t := range tags {
@@ -340,22 +340,22 @@ func rewriteTagSection(section []byte, m AddressMap) ([]byte, int, error) {
 		}
 	}
 	if idx < 0 {
-		return section, 0, nil
+		return section, 0, false, nil
 	}
 	eps, n, err := rewriteEndpoints(tags[idx].data, m)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	withEps := append([]tag(nil), tags...)
 	withEps[idx].data = eps
 	if out, ok := padTo(withEps, len(section)); ok {
-		return out, n, nil
+		return out, n, false, nil
 	}
 	without := append(append([]tag(nil), tags[:idx]...), tags[idx+1:]...)
 	if out, ok := padTo(without, len(section)); ok {
-		return out, n, nil
+		return out, n, true, nil
 	}
-	return nil, 0, errors.New("cannot rewrite Fetch NodeEndpoints within the original frame size")
+	return nil, 0, false, errors.New("cannot rewrite Fetch NodeEndpoints within the original frame size")
 }
 
 // rewriteEndpoints decodes a compact array of {NodeID int32, Host compact string, Port

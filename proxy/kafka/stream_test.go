@@ -17,9 +17,14 @@ func sized(frame []byte) []byte {
 }
 
 func streamFetch(t testing.TB, version int16, in []byte, m AddressMap) ([]byte, int, error) {
+	out, n, _, err := streamFetchDropped(version, in, m)
+	return out, n, err
+}
+
+func streamFetchDropped(version int16, in []byte, m AddressMap) ([]byte, int, bool, error) {
 	var out bytes.Buffer
-	n, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(in), 16), &out, version, int64(len(in)), m)
-	return out.Bytes(), n, err
+	n, dropped, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(in), 16), &out, version, int64(len(in)), m)
+	return out.Bytes(), n, dropped, err
 }
 
 func TestStreamFetch(t *testing.T) {
@@ -48,9 +53,12 @@ func TestStreamFetch(t *testing.T) {
 				r := sampleResponse(KeyFetch, v).(*kmsg.FetchResponse)
 				r.Brokers = tc.brokers
 				in := sized(frameResponse(r))
-				out, _, err := streamFetch(t, v, in, tc.m)
+				out, _, dropped, err := streamFetchDropped(v, in, tc.m)
 				if err != nil {
 					t.Fatalf("v%d: %v", v, err)
+				}
+				if wantDropped := tc.brokers != nil && tc.wantHosts == nil; dropped != wantDropped {
+					t.Fatalf("v%d: dropped %v, want %v (the proxy counts drops)", v, dropped, wantDropped)
 				}
 				if len(out) != len(in) {
 					t.Fatalf("v%d: %d bytes out, %d in", v, len(out), len(in))
@@ -103,7 +111,7 @@ func FuzzStreamFetch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
 		var out bytes.Buffer
-		_, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(frame), 16), &out, version, int64(len(frame)), testMap)
+		_, _, err := StreamFetch(bufio.NewReaderSize(bytes.NewReader(frame), 16), &out, version, int64(len(frame)), testMap)
 		if err == nil && out.Len() != len(frame) {
 			t.Fatalf("%d bytes out for a %d-byte frame", out.Len(), len(frame))
 		}

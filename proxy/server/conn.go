@@ -205,7 +205,13 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 		var err error
 		if addr, err = s.brokerAddress(ctx, route, nodeID, lim); err != nil {
 			s.Metrics.UpstreamErrors.WithLabelValues(vc, "unknown_broker").Inc()
-			logger.Info("Closing connection: upstream broker unknown", "err", err)
+			// Said once per virtual cluster (it names what to configure), then at V(2): a
+			// client retrying would otherwise flood the log; the metric counts every one.
+			if route.state.unknownLogged.CompareAndSwap(false, true) {
+				logger.Info("Closing connection: upstream broker unknown; later ones are logged at verbosity 2", "err", err)
+			} else {
+				logger.V(2).Info("Closing connection: upstream broker unknown", "err", err)
+			}
 			client.Close()
 			return
 		}

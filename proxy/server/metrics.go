@@ -26,6 +26,7 @@ type Metrics struct {
 	HandshakeFailures *prometheus.CounterVec
 	UpstreamErrors    *prometheus.CounterVec
 	Rewrites          *prometheus.CounterVec
+	DroppedEndpoints  *prometheus.CounterVec
 	MalformedFrames   *prometheus.CounterVec
 	Refused           *prometheus.GaugeVec
 	Reloads           *prometheus.CounterVec
@@ -69,6 +70,8 @@ func NewMetrics() *Metrics {
 			Help: "Upstream failures (dial, unknown broker, broker closed), by reason."}, []string{"virtual_cluster", "reason"}),
 		Rewrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafkalink_proxy_rewrites_total",
 			Help: "Broker addresses rewritten in responses, by API."}, []string{"virtual_cluster", "api"}),
+		DroppedEndpoints: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafkalink_proxy_fetch_endpoints_dropped_total",
+			Help: "Fetch responses over the buffering limit whose NodeEndpoints (KIP-951) did not fit once rewritten and were dropped; clients then refresh metadata."}, vc),
 		MalformedFrames: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kafkalink_proxy_malformed_frames_total",
 			Help: "Connections closed because of a malformed Kafka frame."}, vc),
 		Refused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kafkalink_proxy_virtual_cluster_refused",
@@ -97,7 +100,7 @@ func NewMetrics() *Metrics {
 		vcs: map[string]*vcMetrics{},
 	}
 	m.Registry.MustRegister(m.ConnectionsActive, m.ConnectionsTotal, m.Bytes, m.HandshakeFailures, m.UpstreamErrors,
-		m.Rewrites, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit, m.Refusals, m.Panics, m.LoadErrors,
+		m.Rewrites, m.DroppedEndpoints, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit, m.Refusals, m.Panics, m.LoadErrors,
 		m.Requests, m.RequestDuration, m.NodeConnections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Reported as 0 from the start, so rate() sees the first refusal and dashboards have a series.
@@ -174,6 +177,9 @@ func (v *vcMetrics) Rewrote(key int16, n int) {
 	v.m.Rewrites.WithLabelValues(v.name, apiNames[apiIndex(key)]).Add(float64(n))
 }
 
+// DroppedEndpoints implements kafka.Stats.
+func (v *vcMetrics) DroppedEndpoints() { v.m.DroppedEndpoints.WithLabelValues(v.name).Inc() }
+
 // virtualCluster returns the Stats of a virtual cluster; a connection asks once.
 func (m *Metrics) virtualCluster(name string) *vcMetrics {
 	m.mu.Lock()
@@ -187,6 +193,7 @@ func (m *Metrics) virtualCluster(name string) *vcMetrics {
 			m.UpstreamErrors.WithLabelValues(name, r)
 		}
 		m.MalformedFrames.WithLabelValues(name)
+		m.DroppedEndpoints.WithLabelValues(name)
 	}
 	return v
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -37,6 +38,8 @@ type vcState struct {
 	disc       *discovery
 	unknown    map[int32]time.Time
 	failedTill time.Time
+	// unknownLogged: an unknown broker was logged at Info once already.
+	unknownLogged atomic.Bool
 }
 
 type discovery struct {
