@@ -266,6 +266,23 @@ func UnsupportedApiVersions(correlationID int32) []byte {
 	return b
 }
 
+// ErrBrokerNotAvailable is Kafka's BROKER_NOT_AVAILABLE, which clients retry.
+const ErrBrokerNotAvailable int16 = 8
+
+// ApiVersionsError is a whole ApiVersions response frame, in the request's version (clamped
+// to what the proxy speaks), carrying only an error code: the answer the proxy gives itself when
+// there is no broker to forward a connection's first request to.
+func ApiVersionsError(correlationID int32, version, code int16) []byte {
+	r := kmsg.NewPtrApiVersionsResponse()
+	r.SetVersion(min(max(version, 0), MaxVersion(KeyApiVersions)))
+	r.ErrorCode = code
+	b := make([]byte, 8, 32)
+	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
+	b = r.AppendTo(b) // the ApiVersions response header is v0 in every version: no tags
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
 // ProduceAcks returns the acks field of a Produce request frame (the bytes after the size;
 // only the start is needed). ok is false when the bytes given end before acks.
 func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {

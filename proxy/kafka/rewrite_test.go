@@ -381,3 +381,20 @@ func TestCopyResponsesRefusesWrongCorrelationID(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestApiVersionsError(t *testing.T) {
+	for v := int16(0); v <= MaxVersion(KeyApiVersions)+1; v++ {
+		frame := ApiVersionsError(42, v, ErrBrokerNotAvailable)
+		if got := int32(binary.BigEndian.Uint32(frame)); int(got) != len(frame)-4 {
+			t.Fatalf("v%d: size %d for %d bytes", v, got, len(frame)-4)
+		}
+		if corr := int32(binary.BigEndian.Uint32(frame[4:])); corr != 42 {
+			t.Fatalf("v%d: correlation id %d", v, corr)
+		}
+		r := kmsg.NewPtrApiVersionsResponse()
+		r.SetVersion(min(v, MaxVersion(KeyApiVersions)))
+		if err := r.ReadFrom(frame[8:]); err != nil || r.ErrorCode != ErrBrokerNotAvailable {
+			t.Fatalf("v%d: %v, error code %d", v, err, r.ErrorCode)
+		}
+	}
+}

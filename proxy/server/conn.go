@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -212,6 +213,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 			} else {
 				logger.V(2).Info("Closing connection: upstream broker unknown", "err", err)
 			}
+			answerBrokerNotAvailable(cc, first, lim.WriteTimeout.Duration)
 			client.Close()
 			return
 		}
@@ -338,4 +340,20 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// answerBrokerNotAvailable answers a connection's first request, when it is ApiVersions (every
+// client's first), with BROKER_NOT_AVAILABLE, which clients retry with backoff and a metadata
+// refresh, before the connection is closed. Any other first request only sees the close, which
+// clients retry too.
+func answerBrokerNotAvailable(w net.Conn, first []byte, timeout time.Duration) {
+	if len(first) < 12 || int16(binary.BigEndian.Uint16(first[4:])) != kafka.KeyApiVersions {
+		return
+	}
+	version := int16(binary.BigEndian.Uint16(first[6:]))
+	corr := int32(binary.BigEndian.Uint32(first[8:]))
+	if timeout > 0 {
+		_ = w.SetWriteDeadline(time.Now().Add(timeout))
+	}
+	_, _ = w.Write(kafka.ApiVersionsError(corr, version, kafka.ErrBrokerNotAvailable))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -125,12 +128,22 @@ func TestReplicasBehindSASLOnlyBootstrap(t *testing.T) {
 }
 
 // TestReplicasWithoutDiscoveryCredential is the same set without a credential: a replica that
-// has not relayed the metadata cannot find the brokers behind the SASL-only bootstrap, and says
-// what to configure.
+// has not relayed the metadata cannot find the brokers behind the SASL-only bootstrap. It answers
+// the client's ApiVersions with BROKER_NOT_AVAILABLE, which clients retry, rather than a bare
+// close, and says once what to configure.
 func TestReplicasWithoutDiscoveryCredential(t *testing.T) {
 	rs := newReplicaSet(t, func(string) string { return "" })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	direct, err := kgo.NewClient(append(rs.clientOpts(), kgo.SeedBrokers(fmt.Sprintf("a-broker-1.kafka.test:%d", rs.ports[0])), kgo.RequestRetries(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	_, err = direct.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest())
+	if !errors.Is(err, kerr.BrokerNotAvailable) || !kerr.IsRetriable(err) {
+		t.Errorf("a broker connection to a replica that cannot find the broker: %v, want the retriable %v", err, kerr.BrokerNotAvailable)
+	}
 	cl, err := kgo.NewClient(append(rs.clientOpts(), kgo.RequestRetries(1), kgo.AllowAutoTopicCreation())...)
 	if err != nil {
 		t.Fatal(err)
