@@ -1,0 +1,278 @@
+// Package records decodes Kafka record batches (message format v2, as every client since Kafka
+// 0.11 sends) into records and encodes them back, compressed with the batch's own codec, for the
+// proxy's filters (issue 14: record encryption and validation), which must change record values
+// and keep everything else: base offset, leader epoch, timestamps, producer id, epoch and
+// sequence, transactional and control flags, headers.
+//
+// The bytes are untrusted: every length is checked against what is left, decompression is
+// bounded by MaxDecompressed, and no input panics (FuzzRoundTrip).
+package records
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Codec is a batch's compression, attributes bits 0-2.
+type Codec int8
+
+// The codecs of message format v2.
+const (
+	CodecNone   Codec = 0
+	CodecGzip   Codec = 1
+	CodecSnappy Codec = 2
+	CodecLZ4    Codec = 3
+	CodecZstd   Codec = 4
+)
+
+// MaxDecompressed bounds the records of one batch once decompressed, so a small compressed batch
+// cannot make the proxy allocate without limit. Kafka's own default message.max.bytes is 1 MiB;
+// this leaves room for any sane configuration.
+const MaxDecompressed = 64 << 20
+
+// ErrMalformed marks bytes that are not a record batch this package reads.
+var ErrMalformed = errors.New("malformed record batch")
+
+// ErrUnsupported marks a batch that is well formed but not message format v2.
+var ErrUnsupported = errors.New("unsupported record batch")
+
+// Batch is one decoded record batch: its header (Records, Length, CRC and NumRecords are
+// recomputed by Encode) and its records.
+type Batch struct {
+	Header  kmsg.RecordBatch
+	Records []kmsg.Record
+}
+
+// Codec is the batch's compression.
+func (b *Batch) Codec() Codec { return Codec(b.Header.Attributes & 0x07) }
+
+// castagnoli is the CRC-32C table message format v2 uses.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchHeaderLen is the size of a v2 batch header up to and including the record count.
+const batchHeaderLen = 61
+
+// Split cuts the concatenated batches of a partition's records field into batches, without
+// decoding them. A trailing partial batch (which a broker may send in a Fetch response) is
+// returned as rest.
+func Split(raw []byte) (batches [][]byte, rest []byte, err error) {
+	for len(raw) > 0 {
+		if len(raw) < 12 {
+			return batches, raw, nil
+		}
+		n := int64(int32(binary.BigEndian.Uint32(raw[8:12])))
+		if n < batchHeaderLen-12 {
+			return nil, nil, fmt.Errorf("%w: batch length %d", ErrMalformed, n)
+		}
+		if int64(len(raw)) < 12+n {
+			return batches, raw, nil
+		}
+		batches = append(batches, raw[:12+n])
+		raw = raw[12+n:]
+	}
+	return batches, nil, nil
+}
+
+// Decode reads one record batch: its header, checked CRC, and records, decompressed.
+func Decode(raw []byte) (*Batch, error) {
+	if len(raw) < batchHeaderLen {
+		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(raw))
+	}
+	if magic := int8(raw[16]); magic != 2 {
+		return nil, fmt.Errorf("%w: magic %d (message format v%d); only v2 is read", ErrUnsupported, magic, magic)
+	}
+	b := &Batch{}
+	if err := b.Header.ReadFrom(raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if int64(b.Header.Length)+12 != int64(len(raw)) {
+		return nil, fmt.Errorf("%w: length %d for %d bytes", ErrMalformed, b.Header.Length, len(raw))
+	}
+	if crc := crc32.Checksum(raw[21:], castagnoli); int32(crc) != b.Header.CRC {
+		return nil, fmt.Errorf("%w: CRC mismatch", ErrMalformed)
+	}
+	plain, err := decompress(b.Codec(), b.Header.Records)
+	if err != nil {
+		return nil, err
+	}
+	if b.Header.NumRecords < 0 || int64(b.Header.NumRecords) > int64(len(plain)) {
+		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrMalformed, b.Header.NumRecords, len(plain))
+	}
+	b.Records = make([]kmsg.Record, 0, b.Header.NumRecords)
+	for i := int32(0); i < b.Header.NumRecords; i++ {
+		length, n := binary.Varint(plain)
+		if n <= 0 || length < 0 || length > int64(len(plain)-n) {
+			return nil, fmt.Errorf("%w: record %d", ErrMalformed, i)
+		}
+		var r kmsg.Record
+		if err := r.ReadFrom(plain[:n+int(length)]); err != nil {
+			return nil, fmt.Errorf("%w: record %d: %w", ErrMalformed, i, err)
+		}
+		b.Records = append(b.Records, r)
+		plain = plain[n+int(length):]
+	}
+	if len(plain) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last record", ErrMalformed, len(plain))
+	}
+	return b, nil
+}
+
+// Encode writes the batch back: records (with their lengths recomputed) compressed with the
+// batch's codec, then the header with its record count, length and CRC recomputed. Everything
+// else in the header is kept as it is.
+func (b *Batch) Encode() ([]byte, error) {
+	var plain []byte
+	for i := range b.Records {
+		r := b.Records[i]
+		r.Length = 0
+		body := r.AppendTo(nil)
+		_, n := binary.Varint(body) // the zero length written above
+		r.Length = int32(len(body) - n)
+		plain = r.AppendTo(plain)
+	}
+	compressed, err := compress(b.Codec(), plain)
+	if err != nil {
+		return nil, err
+	}
+	h := b.Header
+	h.Records = compressed
+	h.NumRecords = int32(len(b.Records))
+	h.Length, h.CRC = 0, 0
+	out := h.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], castagnoli))
+	return out, nil
+}
+
+func decompress(c Codec, in []byte) ([]byte, error) {
+	var r io.Reader
+	switch c {
+	case CodecNone:
+		return in, nil
+	case CodecGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(in))
+		if err != nil {
+			return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
+		}
+		defer zr.Close()
+		r = zr
+	case CodecSnappy:
+		return decompressSnappy(in)
+	case CodecLZ4:
+		r = lz4.NewReader(bytes.NewReader(in))
+	case CodecZstd:
+		zr, err := zstd.NewReader(bytes.NewReader(in), zstd.WithDecoderMaxMemory(MaxDecompressed), zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %w", ErrMalformed, err)
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, c)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressed+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: codec %d: %w", ErrMalformed, c, err)
+	}
+	if len(out) > MaxDecompressed {
+		return nil, fmt.Errorf("%w: more than %d bytes once decompressed", ErrMalformed, MaxDecompressed)
+	}
+	return out, nil
+}
+
+// xerialMagic starts Java's snappy framing (snappy-java's xerial format), which Java producers
+// use; other clients send raw snappy blocks.
+var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+func decompressSnappy(in []byte) ([]byte, error) {
+	if !bytes.HasPrefix(in, xerialMagic) {
+		return snappyBlock(in)
+	}
+	if len(in) < 16 {
+		return nil, fmt.Errorf("%w: xerial snappy header", ErrMalformed)
+	}
+	in = in[16:] // magic, version, compatible version
+	var out []byte
+	for len(in) > 0 {
+		if len(in) < 4 {
+			return nil, fmt.Errorf("%w: xerial snappy chunk", ErrMalformed)
+		}
+		n := int64(binary.BigEndian.Uint32(in))
+		if n > int64(len(in)-4) {
+			return nil, fmt.Errorf("%w: xerial snappy chunk of %d bytes", ErrMalformed, n)
+		}
+		chunk, err := snappyBlock(in[4 : 4+n])
+		if err != nil {
+			return nil, err
+		}
+		if len(out)+len(chunk) > MaxDecompressed {
+			return nil, fmt.Errorf("%w: more than %d bytes once decompressed", ErrMalformed, MaxDecompressed)
+		}
+		out = append(out, chunk...)
+		in = in[4+n:]
+	}
+	return out, nil
+}
+
+func snappyBlock(in []byte) ([]byte, error) {
+	n, err := s2.DecodedLen(in)
+	if err != nil || n > MaxDecompressed {
+		return nil, fmt.Errorf("%w: snappy block", ErrMalformed)
+	}
+	out, err := s2.Decode(nil, in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+	}
+	return out, nil
+}
+
+func compress(c Codec, in []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch c {
+	case CodecNone:
+		return in, nil
+	case CodecGzip:
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(in); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecSnappy:
+		// Raw snappy blocks, as franz-go and librdkafka write; the broker and Java read them.
+		return s2.EncodeSnappy(nil, in), nil
+	case CodecLZ4:
+		w := lz4.NewWriter(&buf)
+		if _, err := w.Write(in); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	case CodecZstd:
+		w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(in); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, c)
+	}
+	return buf.Bytes(), nil
+}
