@@ -151,29 +151,9 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		clock:    clock.RealClock{},
 	}
 	c := controller.New(QueueName, r.sync)
-
-	enqueueAll := func() {
-		// An optional API just became readable: every connection may change.
-		for _, obj := range r.connIndex.List() {
-			c.EnqueueObject(obj)
-		}
-	}
-	var err error
-	r.strimzi, err = newStrimziWatch(env.Informers.Kafkas, env.Clients.Dynamic, env.Clients.Discovery, ns, enqueueAll, func(kind string) cache.ResourceEventHandler {
-		if kind == strimzi.KindKafka {
-			return controller.MapHandler(r.kafkaToConnections, c)
-		}
-		return controller.MapHandler(r.userToConnections, c)
-	})
-	if err != nil {
+	if err := r.watchOptional(ctx, env, c); err != nil {
 		return nil, err
 	}
-	r.strimzi.start(ctx)
-	if err := grants.AddEventHandler(controller.MapHandler(r.grantToConnections, c)); err != nil {
-		return nil, err
-	}
-	grants.OnServed(enqueueAll)
-
 	for _, reg := range []struct {
 		informer cache.SharedIndexInformer
 		handler  cache.ResourceEventHandler
@@ -186,22 +166,48 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 			return nil, err
 		}
 	}
-	c.WaitFor(connInformer.Informer().HasSynced, grants.HasSynced,
-		sourceInformer.HasSynced, bindingInformer.HasSynced, r.strimzi.HasSynced)
+	c.WaitFor(connInformer.Informer().HasSynced, sourceInformer.HasSynced, bindingInformer.HasSynced)
 	route, routeSynced, err := newRouteWatch(ctx, env, r, c)
 	if err != nil {
 		return nil, err
 	}
 	r.route = route
 	c.WaitFor(routeSynced...)
-	if r.gatewaysAPI, err = newGatewayAPIWatch(ctx, env, enqueueAll); err != nil {
-		return nil, err
-	}
-	c.WaitFor(r.gatewaysAPI.HasSynced)
 
 	go sourceInformer.RunWithContext(ctx)
 	go bindingInformer.RunWithContext(ctx)
 	return c, nil
+}
+
+// watchOptional watches the optional APIs a binding reads (Strimzi's, ReferenceGrants, Gateway
+// API Gateways): each may arrive after the operator; once it is served, every connection is
+// reconciled again.
+func (r *reconciler) watchOptional(ctx context.Context, env operator.Env, c *controller.Controller) error {
+	enqueueAll := func() {
+		for _, obj := range r.connIndex.List() {
+			c.EnqueueObject(obj)
+		}
+	}
+	var err error
+	r.strimzi, err = newStrimziWatch(env.Informers.Kafkas, env.Clients.Dynamic, env.Clients.Discovery, env.Informers.Namespace, enqueueAll, func(kind string) cache.ResourceEventHandler {
+		if kind == strimzi.KindKafka {
+			return controller.MapHandler(r.kafkaToConnections, c)
+		}
+		return controller.MapHandler(r.userToConnections, c)
+	})
+	if err != nil {
+		return err
+	}
+	r.strimzi.start(ctx)
+	if err := r.grants.AddEventHandler(controller.MapHandler(r.grantToConnections, c)); err != nil {
+		return err
+	}
+	r.grants.OnServed(enqueueAll)
+	if r.gatewaysAPI, err = newGatewayAPIWatch(ctx, env, enqueueAll); err != nil {
+		return err
+	}
+	c.WaitFor(r.grants.HasSynced, r.strimzi.HasSynced, r.gatewaysAPI.HasSynced)
+	return nil
 }
 
 func labelSelector(selector string) internalinterfaces.TweakListOptionsFunc {

@@ -66,17 +66,8 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 			logger.V(4).Info("Waiting for the Strimzi informers")
 			return nil
 		}
-		var in binding.Input
-		in, failure = r.gather(conn, state)
-		if failure == nil && conn.Spec.OAuth != nil {
-			var err error
-			if in.OAuth, failure, err = r.gatherOAuth(ctx, conn); err != nil {
-				return err
-			}
-		}
-		if failure == nil {
-			res, failure = binding.Build(in)
-			failure = r.explain(failure, in, conn)
+		if res, failure, err = r.buildKafka(ctx, conn, state); err != nil {
+			return err
 		}
 	default:
 		// The CRD allows no other kind; an old object is left alone.
@@ -113,6 +104,23 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		logger.V(2).Info("Deleted binding Secret", "reason", failure.Reason)
 	}
 	return r.writeStatus(ctx, conn, desiredStatus(conn, res, failure, secretExists), failure)
+}
+
+// buildKafka gathers and builds the binding of a connection to a Kafka; err is an API error
+// worth a retry.
+func (r *reconciler) buildKafka(ctx context.Context, conn *kafkav1beta2.KafkaConnection, state strimziState) (binding.Result, *binding.Failure, error) {
+	in, failure := r.gather(conn, state)
+	if failure == nil && conn.Spec.OAuth != nil {
+		var err error
+		if in.OAuth, failure, err = r.gatherOAuth(ctx, conn); err != nil {
+			return binding.Result{}, nil, err
+		}
+	}
+	if failure != nil {
+		return binding.Result{}, failure, nil
+	}
+	res, failure := binding.Build(in)
+	return res, r.explain(failure, in, conn), nil
 }
 
 // gather reads the connection's inputs from the listers. A Failure here is one the pure core

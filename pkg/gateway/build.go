@@ -352,28 +352,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 		podMeta.Annotations["prometheus.io/port"] = strconv.Itoa(int(t.managementPort))
 		podMeta.Annotations["prometheus.io/path"] = "/metrics"
 	}
-	volumes := []corev1.Volume{{
-		Name: "config",
-		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(t.gw.Name)},
-		}},
-	}}
-	mounts := []corev1.VolumeMount{{Name: "config", MountPath: ConfigDir, ReadOnly: true}}
-	secretVolumes := map[string]string{}
-	for _, dir := range sortedKeys(t.mounts) {
-		secret := t.mounts[dir]
-		vol, ok := secretVolumes[secret]
-		if !ok {
-			sum := sha256.Sum256([]byte(secret))
-			vol = "secret-" + hex.EncodeToString(sum[:])[:12]
-			secretVolumes[secret] = vol
-			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: secret, DefaultMode: ptr.To[int32](0o440),
-			}}})
-		}
-		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
-	}
-	sort.Slice(volumes, func(i, j int) bool { return volumes[i].Name < volumes[j].Name })
+	volumes, mounts := t.volumes()
 
 	var ports []corev1.ContainerPort
 	for _, l := range cfg.Listeners {
@@ -430,6 +409,34 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 	}
 	t.decorateDeployment(dep)
 	return dep
+}
+
+// volumes are the proxy pod's volumes and mounts: the configuration, and each mounted Secret once,
+// read-only.
+func (t *translator) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
+	volumes := []corev1.Volume{{
+		Name: "config",
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(t.gw.Name)},
+		}},
+	}}
+	mounts := []corev1.VolumeMount{{Name: "config", MountPath: ConfigDir, ReadOnly: true}}
+	secretVolumes := map[string]string{}
+	for _, dir := range sortedKeys(t.mounts) {
+		secret := t.mounts[dir]
+		vol, ok := secretVolumes[secret]
+		if !ok {
+			sum := sha256.Sum256([]byte(secret))
+			vol = "secret-" + hex.EncodeToString(sum[:])[:12]
+			secretVolumes[secret] = vol
+			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: secret, DefaultMode: ptr.To[int32](0o440),
+			}}})
+		}
+		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
+	}
+	sort.Slice(volumes, func(i, j int) bool { return volumes[i].Name < volumes[j].Name })
+	return volumes, mounts
 }
 
 // proxyEnv is the proxy container's environment: GODEBUG=fips140=on when some TLS options
