@@ -47,6 +47,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/version"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
 
 // Options are the operator's settings, bound to command-line flags by AddFlags.
@@ -83,8 +84,8 @@ type Options struct {
 	ClusterDomain string
 	// ProxyImage is --proxy-image.
 	ProxyImage string
-	// ProxyFilterTypes are the KafkaFilter types the proxy image implements. kafkalink-proxy
-	// implements none; a different proxy image may.
+	// ProxyFilterTypes are the KafkaFilter types the proxy image implements: by default
+	// kafkalink-proxy's (package filter/all); a different proxy image may implement others.
 	ProxyFilterTypes []string
 	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
 	// objects; nil allows any.
@@ -122,7 +123,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProxyImage, "proxy-image", version.ProxyImage(), "Image of the kafkalink-proxy Deployments (defaults to the proxy of this release).")
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
 	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
-	fs.Func("proxy-filter-types", "Comma-separated KafkaFilter types the proxy image implements (kafkalink-proxy: none). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", commaList(&o.ProxyFilterTypes))
+	o.ProxyFilterTypes = filterall.Types()
+	fs.Func("proxy-filter-types", fmt.Sprintf("Comma-separated KafkaFilter types the proxy image implements (default: kafkalink-proxy's, %s). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", strings.Join(o.ProxyFilterTypes, ",")), commaList(&o.ProxyFilterTypes))
 
 	// Gateway controller.
 	fs.DurationVar(&o.TLSRouteAttachTimeout, "tlsroute-attach-timeout", 5*time.Minute, "How long a generated TLSRoute may wait for a Gateway API parent to accept it before the KafkaGateway reports TLSRouteNotAccepted.")

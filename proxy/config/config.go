@@ -12,12 +12,12 @@
 // upstream broker with that node id. A listener without key pairs is plain TCP; having no
 // SNI, it serves exactly one virtual cluster, port-per-broker (see PortPerBroker).
 //
-// Filters: kafkalink-proxy implements no filter types. A virtual cluster that lists filters
-// is therefore never served, because forwarding traffic unfiltered that the user asked to
-// filter would be a silent security failure. Validate accepts such a configuration (so the
-// other virtual clusters keep working); the proxy refuses the affected virtual cluster with
-// a log line and the kafkalink_proxy_virtual_cluster_refused metric. See
-// VirtualCluster.Unservable.
+// Filters: a virtual cluster's filters run in the proxy's filter chain (package proxy/filter).
+// A filter of a type the proxy does not implement, or one that cannot start, fails its virtual
+// cluster closed: forwarding traffic unfiltered that the user asked to filter would be a silent
+// security failure. Validate accepts such a configuration (so the other virtual clusters keep
+// working); the proxy refuses the affected virtual cluster with a log line and the
+// kafkalink_proxy_virtual_cluster_refused metric.
 package config
 
 import (
@@ -149,8 +149,8 @@ type VirtualCluster struct {
 	// Discovery, when set, is the SASL user of the proxy's own Metadata request for an unknown
 	// broker: needed behind a bootstrap that requires SASL.
 	Discovery *DiscoveryCredential `json:"discovery,omitempty"`
-	// Filters are Kroxylicious filters. kafkalink-proxy implements none, so a virtual cluster
-	// with filters is refused (fail closed), never served unfiltered.
+	// Filters are the virtual cluster's filters, in order (package proxy/filter). A virtual
+	// cluster whose filters cannot all start is refused (fail closed), never served unfiltered.
 	Filters []Filter `json:"filters,omitempty"`
 }
 
@@ -351,19 +351,6 @@ func (c *Config) Listener(name string) *Listener {
 
 // TLS reports whether the listener terminates TLS.
 func (l *Listener) TLS() bool { return len(l.KeyPairs) > 0 }
-
-// Unservable returns why the proxy must refuse to serve this virtual cluster, or nil.
-// Today that is any filter: kafkalink-proxy implements no filter types and fails closed.
-func (vc *VirtualCluster) Unservable() error {
-	if len(vc.Filters) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(vc.Filters))
-	for _, f := range vc.Filters {
-		names = append(names, f.Name+" ("+f.Type+")")
-	}
-	return fmt.Errorf("filters are not supported by kafkalink-proxy, refusing to serve traffic unfiltered: %s", strings.Join(names, ", "))
-}
 
 // Port returns the port advertised to clients for this virtual cluster's brokers on a TLS listener.
 func (vc *VirtualCluster) Port(l *Listener) int32 {

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +23,23 @@ type Pending struct {
 	// Received is when the proxy read the request's header (Nanotime), set when CopyRequests
 	// has Stats: the response's latency is measured from it.
 	Received int64
+	// Filtered is set when the request went through Filters: its response goes through them too,
+	// with State.
+	Filtered bool
+	State    any
+}
+
+// Filters are a virtual cluster's filter chain as the relay sees it: whole frames (size
+// included) of the API keys it wants, in and out. A virtual cluster without filters has none, and
+// its frames never leave the byte-copying path (package filter implements this).
+type Filters interface {
+	// Wants reports whether requests of key (and their responses) go through the filters.
+	Wants(key int16) bool
+	// Request filters a request frame: it returns the frame to forward, or an answer frame to
+	// send the client instead, and a state its response is filtered with.
+	Request(frame []byte) (forward, answer []byte, state any, err error)
+	// Response filters the response frame of a request that went through Request.
+	Response(key, version int16, frame []byte, state any) ([]byte, error)
 }
 
 // Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
@@ -52,7 +70,9 @@ const peekLimit = 64 << 10
 // An ApiVersions request newer than the proxy's is answered locally and not forwarded.
 // beforeRead, if set, runs before each blocking read (idle deadlines, drain checks).
 // CopyRequests closes pending when it returns. stats, if set, counts every request.
-func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats) (err error) {
+//
+// filters, if set, get the requests they want whole (see Filters); the others are copied through.
+func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters) (err error) {
 	defer close(pending)
 	for {
 		if src.Buffered() == 0 {
@@ -121,8 +141,15 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 			}
 			respond = acks != 0
 		}
+		p := Pending{Key: key, Version: version, CorrelationID: corr, Received: received}
+		if filters != nil && filters.Wants(key) {
+			if err := filterRequest(src, dst, pending, p, total, respond, filters); err != nil {
+				return err
+			}
+			continue
+		}
 		if respond {
-			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Received: received}
+			pending <- p
 		}
 		if err := passThrough(dst, src, total); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -131,6 +158,36 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 			return err
 		}
 	}
+}
+
+// filterRequest reads a request whole and passes it through the filters: their answer is queued
+// as a local response, else the (possibly changed) request is forwarded and its response will go
+// through the filters too. A request without a response (Produce acks=0) gets no answer.
+func filterRequest(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, p Pending, total int64, respond bool, filters Filters) error {
+	frame := make([]byte, total)
+	if _, err := io.ReadFull(src, frame); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return malformed("request cut short")
+		}
+		return err
+	}
+	forward, answer, state, err := filters.Request(frame)
+	if err != nil {
+		return err
+	}
+	if answer != nil {
+		if respond {
+			p.Local = answer
+			pending <- p
+		}
+		return nil
+	}
+	if respond {
+		p.Filtered, p.State = true, state
+		pending <- p
+	}
+	_, err = dst.Write(forward)
+	return err
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -183,7 +240,9 @@ const maxPooled = 4 << 20
 // Pending in order, checking correlation ids. Responses that carry addresses are read whole,
 // rewritten with m and re-framed; all others are copied through in chunks. It returns nil
 // when pending is closed and drained. stats, if set, times every response until it has left.
-func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats) error {
+//
+// Responses of filtered requests (Pending.Filtered) are read whole and go through filters first.
+func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters) error {
 	clock := responseClock{dst: dst, stats: stats}
 	for {
 		var p Pending
@@ -232,29 +291,44 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
 		}
 		total := int64(size) + 4
-		if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
-			n, dropped, err := StreamFetch(src, dst, p.Version, total, m)
-			if err != nil {
+		in := src
+		if p.Filtered && filters != nil {
+			frame := make([]byte, total)
+			if _, err := io.ReadFull(src, frame); err != nil {
 				return err
 			}
-			if stats != nil && n > 0 {
-				stats.Rewrote(p.Key, n)
-			}
-			if stats != nil && dropped {
-				stats.DroppedEndpoints()
-			}
-			continue
-		}
-		if !NeedsRewrite(p.Key, p.Version) {
-			if err := passThrough(dst, src, total); err != nil {
+			if frame, err = filters.Response(p.Key, p.Version, frame, p.State); err != nil {
 				return err
 			}
-			continue
+			// The filtered frame then takes the usual path: address rewriting included.
+			in, total = bufio.NewReaderSize(bytes.NewReader(frame), 64<<10), int64(len(frame))
 		}
-		if err := rewriteOne(src, dst, p, int(total), m, stats); err != nil {
+		if err := relayResponse(in, dst, p, total, m, stats); err != nil {
 			return err
 		}
 	}
+}
+
+// relayResponse relays one response frame of total bytes from src: a large Fetch v16+ streamed,
+// one that carries addresses rewritten, the others copied through.
+func relayResponse(src *bufio.Reader, dst *bufio.Writer, p Pending, total int64, m AddressMap, stats Stats) error {
+	if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
+		n, dropped, err := StreamFetch(src, dst, p.Version, total, m)
+		if err != nil {
+			return err
+		}
+		if stats != nil && n > 0 {
+			stats.Rewrote(p.Key, n)
+		}
+		if stats != nil && dropped {
+			stats.DroppedEndpoints()
+		}
+		return nil
+	}
+	if !NeedsRewrite(p.Key, p.Version) {
+		return passThrough(dst, src, total)
+	}
+	return rewriteOne(src, dst, p, int(total), m, stats)
 }
 
 func rewriteOne(src *bufio.Reader, dst *bufio.Writer, p Pending, total int, m AddressMap, stats Stats) error {

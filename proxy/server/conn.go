@@ -292,7 +292,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			}
 		}()
 		err = kafka.CopyRequests(bufio.NewReaderSize(&prefixReader{prefix: first, r: cc}, bufSize),
-			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead, stats)
+			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -314,7 +314,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(newDeadlineWriter(cc, pc.client, wt), bufSize),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats)
+			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, route.filters)
 	}()
 	pc.closeNow()
 	go func() {

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
 // PathRemap rewrites a path prefix in the loaded configuration (--remap-path FROM=TO).
@@ -109,6 +110,9 @@ type vcRoute struct {
 	listener    config.Listener
 	state       *vcState
 	upstreamTLS *tls.Config
+	// filters is the virtual cluster's filter chain; nil without filters, so its connections
+	// keep the byte-copying path.
+	filters kafka.Filters
 }
 
 // route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host.
@@ -369,8 +373,10 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	}
 	upTLS := map[string]*tls.Config{}
 	for _, vc := range cfg.VirtualClusters {
-		if err := vc.Unservable(); err != nil {
-			logger.Error(err, "Refusing to serve virtual cluster", "virtualCluster", vc.Name)
+		chain, err := s.filterChain(ctx, vc)
+		if err != nil {
+			// Fail closed: traffic the user asked to filter is never served unfiltered.
+			logger.Error(err, "Refusing to serve virtual cluster: a filter cannot start", "virtualCluster", vc.Name)
 			s.Metrics.Refused.WithLabelValues(vc.Name).Set(1)
 			continue
 		}
@@ -396,7 +402,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 			st = &vcState{name: vc.Name, target: vc.TargetBootstrap, brokers: map[int32]string{}}
 		}
 		vcs[vc.Name] = st
-		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up})
+		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up, filters: chain})
 	}
 
 	// Bind new or changed listeners; one that cannot bind is left out.

@@ -1,0 +1,12 @@
+// Package all registers every filter type kafkalink-proxy implements; the proxy imports it to
+// serve them, and the operator to default --proxy-filter-types to exactly them.
+package all
+
+import (
+	"github.com/kafkalink/kafkalink/proxy/filter"
+	// Each filter registers itself in init.
+	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
+)
+
+// Types lists the filter types of kafkalink-proxy.
+func Types() []string { return filter.Types() }

@@ -1,0 +1,19 @@
+// Package filter is kafkalink-proxy's filter chain: per virtual cluster, the KafkaFilters of its
+// route rule, in order, see the requests of the API keys they want (and those requests'
+// responses) decoded with franz-go's kmsg types.
+//
+// The contract:
+//   - A Filter is built once per virtual cluster from its KafkaFilter config (Factory), after the
+//     operator's $(secretFile:…) and $(secretDir:…) placeholders became mounted file paths. A
+//     filter that cannot be built fails its virtual cluster closed: it is not served, and the
+//     others are.
+//   - Requests pass the filters in route order, after the proxy's own handling of the frame
+//     (limits, ApiVersions capping); responses pass them in reverse order, before the proxy
+//     rewrites broker addresses.
+//   - A filter may change a message in place, answer a request itself (Exchange.Answer: the
+//     request is not forwarded, and later filters do not see it), or fail it with a Kafka error
+//     code by answering with an error response. An error returned closes the connection.
+//   - State a filter needs between a request and its response goes in the Exchange.
+//   - Frames of keys no filter wants, and every frame of a virtual cluster without filters, are
+//     never decoded: the hot path stays the byte-copying one.
+package filter

@@ -1,0 +1,283 @@
+package filter
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+)
+
+// Filter is one filter instance of a virtual cluster.
+type Filter interface {
+	// Keys are the API keys of the requests (and their responses) the filter sees.
+	Keys() []int16
+	// OnRequest sees a request on its way to the broker.
+	OnRequest(ctx context.Context, x *Exchange) error
+	// OnResponse sees the response of a request it saw, unless that request was answered.
+	OnResponse(ctx context.Context, x *Exchange) error
+}
+
+// Factory builds a filter from its configuration (the KafkaFilter's config, as JSON).
+type Factory func(config json.RawMessage) (Filter, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a filter type available; filter implementations call it from init.
+func Register(typ string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[typ] = f
+}
+
+// Types lists the filter types this proxy implements, sorted: the operator's default
+// --proxy-filter-types.
+func Types() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	out := make([]string, 0, len(registry))
+	for t := range registry {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Exchange is one request on its way through the chain, and later its response.
+type Exchange struct {
+	Key, Version  int16
+	CorrelationID int32
+	ClientID      *string
+	Request       kmsg.Request
+	// Response is set for OnResponse.
+	Response kmsg.Response
+	answer   kmsg.Response
+	state    map[Filter]any
+}
+
+// Answer makes resp the response to the request, which is then not forwarded.
+func (x *Exchange) Answer(resp kmsg.Response) { x.answer = resp }
+
+// Set keeps a value of filter f for the response side; Get returns it.
+func (x *Exchange) Set(f Filter, v any) {
+	if x.state == nil {
+		x.state = map[Filter]any{}
+	}
+	x.state[f] = v
+}
+
+// Get returns what f kept with Set, or nil.
+func (x *Exchange) Get(f Filter) any { return x.state[f] }
+
+// Chain is a virtual cluster's filters in route order; it implements the relay's kafka.Filters.
+type Chain struct {
+	ctx     context.Context
+	filters []Filter
+	wants   map[int16][]Filter
+}
+
+// NewChain builds a virtual cluster's filters; any unknown type or bad config is an error naming
+// the filter, and the virtual cluster must then not be served.
+func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
+	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}}
+	for _, fc := range filters {
+		registryMu.RLock()
+		factory := registry[fc.Type]
+		registryMu.RUnlock()
+		if factory == nil {
+			return nil, fmt.Errorf("filter %s: type %s is not implemented by kafkalink-proxy (it implements %v)", fc.Name, fc.Type, Types())
+		}
+		f, err := factory(fc.Config)
+		if err != nil {
+			return nil, fmt.Errorf("filter %s (%s): %w", fc.Name, fc.Type, err)
+		}
+		c.filters = append(c.filters, f)
+		for _, k := range f.Keys() {
+			c.wants[k] = append(c.wants[k], f)
+		}
+	}
+	return c, nil
+}
+
+// Wants reports whether some filter sees requests of key, or the chain itself: it sees
+// ApiVersions to keep clients on the Produce and Fetch versions that name topics.
+func (c *Chain) Wants(key int16) bool { return key == keyApiVersions || len(c.wants[key]) > 0 }
+
+// API keys the chain itself handles, and the last versions of Produce and Fetch that carry topic
+// names: from v13 on they carry topic ids only, and filters' rules are by topic name.
+const (
+	keyProduce          = 0
+	keyFetch            = 1
+	keyApiVersions      = 18
+	lastNamedTopicsVers = 12
+)
+
+// capTopicIDVersions lowers the Produce and Fetch versions an ApiVersions response offers to
+// those that name topics, so clients of a filtered virtual cluster never send topic ids only.
+func capTopicIDVersions(x *Exchange) {
+	resp, ok := x.Response.(*kmsg.ApiVersionsResponse)
+	if !ok {
+		return
+	}
+	for i := range resp.ApiKeys {
+		if k := &resp.ApiKeys[i]; (k.ApiKey == keyProduce || k.ApiKey == keyFetch) && k.MaxVersion > lastNamedTopicsVers {
+			k.MaxVersion = lastNamedTopicsVers
+		}
+	}
+}
+
+// errMalformed marks a frame the chain cannot decode; the connection is closed.
+var errMalformed = errors.New("malformed frame for the filters")
+
+// Request decodes a request frame, runs the filters that want it in order, and returns the
+// frame to forward (re-encoded when a filter may have changed it), or the answer frame.
+func (c *Chain) Request(frame []byte) (forward, answer []byte, state any, err error) {
+	x, err := decodeRequest(frame)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, f := range c.wants[x.Key] {
+		if err := f.OnRequest(c.ctx, x); err != nil {
+			return nil, nil, nil, err
+		}
+		if x.answer != nil {
+			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer), nil, nil
+		}
+	}
+	var opts []kmsg.RequestFormatterOpt
+	if x.ClientID != nil {
+		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
+	}
+	return kmsg.NewRequestFormatter(opts...).AppendRequest(nil, x.Request, x.CorrelationID), nil, x, nil
+}
+
+// Response decodes the response frame of a request that went through Request, runs the filters
+// that saw the request in reverse order, and re-encodes it.
+func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, error) {
+	x, ok := state.(*Exchange)
+	if !ok {
+		return frame, nil
+	}
+	resp := x.Request.ResponseKind()
+	resp.SetVersion(version)
+	if len(frame) < 8 {
+		return nil, errMalformed
+	}
+	body := frame[8:]
+	if resp.IsFlexible() && key != keyApiVersions { // ApiVersions responses never carry header tags
+		n, err := skipTags(body)
+		if err != nil {
+			return nil, err
+		}
+		body = body[n:]
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s response: %w", errMalformed, kmsg.NameForKey(key), err)
+	}
+	x.Response = resp
+	if key == keyApiVersions {
+		capTopicIDVersions(x)
+	}
+	fs := c.wants[key]
+	for i := len(fs) - 1; i >= 0; i-- {
+		if err := fs[i].OnResponse(c.ctx, x); err != nil {
+			return nil, err
+		}
+	}
+	return encodeResponse(x.CorrelationID, key, version, resp), nil
+}
+
+// decodeRequest reads a whole request frame: header v1 or v2, then the body as kmsg decodes it.
+func decodeRequest(frame []byte) (*Exchange, error) {
+	if len(frame) < 14 {
+		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(frame))
+	}
+	x := &Exchange{Key: int16(binary.BigEndian.Uint16(frame[4:])), Version: int16(binary.BigEndian.Uint16(frame[6:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(frame[8:]))}
+	req := kmsg.RequestForKey(x.Key)
+	if req == nil {
+		return nil, fmt.Errorf("%w: unknown API key %d", errMalformed, x.Key)
+	}
+	req.SetVersion(x.Version)
+	off := 14
+	if n := int(int16(binary.BigEndian.Uint16(frame[12:]))); n >= 0 {
+		if n > len(frame)-off {
+			return nil, fmt.Errorf("%w: client id", errMalformed)
+		}
+		id := string(frame[off : off+n])
+		x.ClientID = &id
+		off += n
+	}
+	if req.IsFlexible() {
+		n, err := skipTags(frame[off:])
+		if err != nil {
+			return nil, err
+		}
+		off += n
+	}
+	if err := req.ReadFrom(frame[off:]); err != nil {
+		return nil, fmt.Errorf("%w: %s request: %w", errMalformed, kmsg.NameForKey(x.Key), err)
+	}
+	x.Request = req
+	return x, nil
+}
+
+// skipTags returns the length of a tagged-field section.
+func skipTags(b []byte) (int, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return 0, fmt.Errorf("%w: tagged fields", errMalformed)
+	}
+	off := n
+	for range count {
+		_, k := binary.Uvarint(b[off:])
+		if k <= 0 {
+			return 0, fmt.Errorf("%w: tag", errMalformed)
+		}
+		off += k
+		size, k := binary.Uvarint(b[off:])
+		if k <= 0 || size > uint64(len(b)-off-k) {
+			return 0, fmt.Errorf("%w: tag size", errMalformed)
+		}
+		off += k + int(size)
+	}
+	return off, nil
+}
+
+// encodeResponse frames a response: size, correlation id, an empty tag section for flexible
+// versions (ApiVersions excepted), then the body.
+func encodeResponse(corr int32, key, version int16, resp kmsg.Response) []byte {
+	resp.SetVersion(version)
+	b := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(b[4:], uint32(corr))
+	if resp.IsFlexible() && key != keyApiVersions {
+		b = append(b, 0)
+	}
+	b = resp.AppendTo(b)
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// Closer is implemented by filters that hold resources (KMS clients, caches).
+type Closer interface{ Close() error }
+
+// Close closes the filters that hold resources.
+func (c *Chain) Close() error {
+	var errs []error
+	for _, f := range slices.Backward(c.filters) {
+		if cl, ok := f.(Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

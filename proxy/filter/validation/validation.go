@@ -1,0 +1,339 @@
+// Package validation is the RecordValidation filter: produced records whose value (or key) is
+// not valid JSON, or does not match a JSON Schema, are refused with INVALID_RECORD, naming the
+// record; the other partitions of the request are written as usual.
+//
+// Its configuration takes Kroxylicious' shape, so a user's KafkaFilter works unchanged:
+//
+//	rules:
+//	- topicNames: [orders]
+//	  valueRule:
+//	    allowNulls: true                         # tombstones pass (default true)
+//	    syntacticallyCorrectJson: {}             # the value must be JSON
+//	    jsonSchema: {type: object, required: [id]}  # kafkalink: and match this schema
+//	    jsonSchemaFile: /opt/kroxylicious/secrets/filter/schemas/orders.json  # or this one
+//	  keyRule: {...}
+//	defaultRule: {valueRule: {...}}             # topics no rule names
+//
+// Kroxylicious' schemaValidationConfig (schemas in an Apicurio Registry) is refused at start
+// with a clear error: kafkalink reads schemas inline or from files only.
+package validation
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/filter"
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
+)
+
+// Type is the filter type, as Kroxylicious names it.
+const Type = "RecordValidation"
+
+// errInvalidRecord is Kafka's INVALID_RECORD.
+const errInvalidRecord int16 = 87
+
+func init() {
+	filter.Register(Type, New)
+	filter.Register("io.kroxylicious.proxy.filter.validation.RecordValidation", New)
+}
+
+// Config is the filter's configuration.
+type Config struct {
+	Rules       []TopicRule `json:"rules,omitempty"`
+	DefaultRule *Rule       `json:"defaultRule,omitempty"`
+}
+
+// TopicRule is a Rule for some topics.
+type TopicRule struct {
+	TopicNames []string `json:"topicNames"`
+	Rule
+}
+
+// Rule validates record keys and values.
+type Rule struct {
+	KeyRule   *BytesRule `json:"keyRule,omitempty"`
+	ValueRule *BytesRule `json:"valueRule,omitempty"`
+}
+
+// BytesRule validates one part of a record.
+type BytesRule struct {
+	AllowNulls               *bool            `json:"allowNulls,omitempty"`
+	AllowEmpty               bool             `json:"allowEmpty,omitempty"`
+	SyntacticallyCorrectJSON *json.RawMessage `json:"syntacticallyCorrectJson,omitempty"`
+	JSONSchema               json.RawMessage  `json:"jsonSchema,omitempty"`
+	JSONSchemaFile           string           `json:"jsonSchemaFile,omitempty"`
+	SchemaValidationConfig   json.RawMessage  `json:"schemaValidationConfig,omitempty"`
+}
+
+// check is a compiled BytesRule.
+type check struct {
+	allowNulls, allowEmpty, json bool
+	schema                       *jsonschema.Schema
+}
+
+// validator is the filter.
+type validator struct {
+	topics map[string][2]*check // key check, value check
+	def    [2]*check
+}
+
+// New builds the filter from its configuration.
+func New(raw json.RawMessage) (filter.Filter, error) {
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	v := &validator{topics: map[string][2]*check{}}
+	for i, r := range cfg.Rules {
+		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		if len(r.TopicNames) == 0 {
+			return nil, fmt.Errorf("rules[%d].topicNames: required", i)
+		}
+		for _, t := range r.TopicNames {
+			v.topics[t] = pair
+		}
+	}
+	if cfg.DefaultRule != nil {
+		pair, err := compileRule(*cfg.DefaultRule, "defaultRule")
+		if err != nil {
+			return nil, err
+		}
+		v.def = pair
+	}
+	if len(v.topics) == 0 && v.def == [2]*check{} {
+		return nil, errors.New("config: no rules and no defaultRule: the filter would check nothing")
+	}
+	return v, nil
+}
+
+func compileRule(r Rule, path string) ([2]*check, error) {
+	var out [2]*check
+	for i, br := range []*BytesRule{r.KeyRule, r.ValueRule} {
+		if br == nil {
+			continue
+		}
+		c, err := compileBytesRule(br, path+[]string{".keyRule", ".valueRule"}[i])
+		if err != nil {
+			return out, err
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+func compileBytesRule(br *BytesRule, path string) (*check, error) {
+	if len(br.SchemaValidationConfig) > 0 {
+		return nil, fmt.Errorf("%s.schemaValidationConfig: schemas in an Apicurio Registry are not supported; give the schema inline (jsonSchema) or as a file (jsonSchemaFile, from a $(secretFile:…) placeholder)", path)
+	}
+	c := &check{allowNulls: br.AllowNulls == nil || *br.AllowNulls, allowEmpty: br.AllowEmpty, json: br.SyntacticallyCorrectJSON != nil}
+	schema := br.JSONSchema
+	if br.JSONSchemaFile != "" {
+		b, err := os.ReadFile(br.JSONSchemaFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s.jsonSchemaFile: %w", path, err)
+		}
+		schema = b
+	}
+	if len(schema) == 0 {
+		return c, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the JSON Schema is not JSON: %w", path, err)
+	}
+	comp := jsonschema.NewCompiler()
+	if err := comp.AddResource("schema.json", doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.schema, err = comp.Compile("schema.json"); err != nil {
+		return nil, fmt.Errorf("%s: the JSON Schema does not compile: %w", path, err)
+	}
+	c.json = true
+	return c, nil
+}
+
+// Keys implements filter.Filter: Produce requests.
+func (v *validator) Keys() []int16 { return []int16{0} }
+
+// refused is what the filter keeps for the response side: the partitions it took out of the
+// request, with their errors.
+type refused map[string][]kmsg.ProduceResponseTopicPartition
+
+// OnRequest validates every record of a Produce request. Partitions with an invalid record are
+// taken out of the request and answered with INVALID_RECORD; when none is left, the filter
+// answers the whole request itself.
+func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
+	req, ok := x.Request.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	bad := refused{}
+	kept := req.Topics[:0]
+	for _, t := range req.Topics {
+		checks := v.checksFor(t.Topic)
+		parts := t.Partitions[:0]
+		for _, p := range t.Partitions {
+			if errs := validatePartition(checks, p.Records); len(errs) > 0 {
+				bad[t.Topic] = append(bad[t.Topic], invalidPartition(t.Topic, p.Partition, errs))
+				continue
+			}
+			parts = append(parts, p)
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			kept = append(kept, t)
+		}
+	}
+	req.Topics = kept
+	if len(bad) == 0 {
+		return nil
+	}
+	if len(kept) == 0 {
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		addRefused(resp, bad)
+		x.Answer(resp)
+		return nil
+	}
+	x.Set(v, bad)
+	return nil
+}
+
+// OnResponse adds the refused partitions to the broker's response.
+func (v *validator) OnResponse(_ context.Context, x *filter.Exchange) error {
+	bad, _ := x.Get(v).(refused)
+	if resp, ok := x.Response.(*kmsg.ProduceResponse); ok && len(bad) > 0 {
+		addRefused(resp, bad)
+	}
+	return nil
+}
+
+func addRefused(resp *kmsg.ProduceResponse, bad refused) {
+	for topic, parts := range bad {
+		i := -1
+		for j := range resp.Topics {
+			if resp.Topics[j].Topic == topic {
+				i = j
+			}
+		}
+		if i < 0 {
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic = topic
+			resp.Topics = append(resp.Topics, t)
+			i = len(resp.Topics) - 1
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, parts...)
+	}
+}
+
+func (v *validator) checksFor(topic string) [2]*check {
+	if c, ok := v.topics[topic]; ok {
+		return c
+	}
+	return v.def
+}
+
+// recordError is one invalid record: its index in the partition's records and why.
+type recordError struct {
+	index int32
+	msg   string
+}
+
+// validatePartition checks every record of a partition's batches; undecodable batches are
+// refused as a whole (index -1).
+func validatePartition(checks [2]*check, raw []byte) []recordError {
+	if checks == [2]*check{} {
+		return nil
+	}
+	batches, rest, err := records.Split(raw)
+	if err == nil && len(rest) > 0 {
+		err = errors.New("a partial batch")
+	}
+	if err != nil {
+		return []recordError{{-1, err.Error()}}
+	}
+	var errs []recordError
+	index := int32(0)
+	for _, b := range batches {
+		batch, err := records.Decode(b)
+		if err != nil {
+			return []recordError{{-1, err.Error()}}
+		}
+		for _, r := range batch.Records {
+			for i, part := range [][]byte{r.Key, r.Value} {
+				if msg := checks[i].validate(part); msg != "" {
+					errs = append(errs, recordError{index, []string{"key", "value"}[i] + ": " + msg})
+				}
+			}
+			index++
+		}
+	}
+	return errs
+}
+
+// validate returns why b fails the check, or "".
+func (c *check) validate(b []byte) string {
+	switch {
+	case c == nil:
+		return ""
+	case b == nil:
+		if c.allowNulls {
+			return ""
+		}
+		return "null is not allowed"
+	case len(b) == 0 && c.allowEmpty:
+		return ""
+	case !c.json:
+		return ""
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		return "not valid JSON: " + err.Error()
+	}
+	if c.schema != nil {
+		if err := c.schema.Validate(doc); err != nil {
+			return "does not match the JSON Schema: " + strings.ReplaceAll(err.Error(), "\n", " ")
+		}
+	}
+	return ""
+}
+
+// invalidPartition is the INVALID_RECORD answer for a partition, naming its bad records.
+func invalidPartition(topic string, partition int32, errs []recordError) kmsg.ProduceResponseTopicPartition {
+	p := kmsg.NewProduceResponseTopicPartition()
+	p.Partition = partition
+	p.ErrorCode = errInvalidRecord
+	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+	first := errs[0]
+	msg := fmt.Sprintf("RecordValidation refused record %d of %s-%d: %s", first.index, topic, partition, first.msg)
+	if first.index < 0 {
+		msg = fmt.Sprintf("RecordValidation refused the records of %s-%d: %s", topic, partition, first.msg)
+	}
+	if len(errs) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(errs)-1)
+	}
+	p.ErrorMessage = &msg
+	for _, e := range errs {
+		if e.index < 0 {
+			continue
+		}
+		er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+		er.RelativeOffset = e.index
+		m := e.msg
+		er.ErrorMessage = &m
+		p.ErrorRecords = append(p.ErrorRecords, er)
+	}
+	return p
+}

@@ -1,0 +1,98 @@
+package validation
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/filter"
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
+)
+
+// produceFrame is a Produce request frame of one record per topic, as a client writes it.
+func produceFrame(t *testing.T, version int16, values map[string]string) []byte {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(version)
+	req.Acks = -1
+	req.TimeoutMillis = 1000
+	for topic, v := range values {
+		b := &records.Batch{Header: kmsg.RecordBatch{Magic: 2}, Records: []kmsg.Record{{Value: []byte(v)}}}
+		raw, err := b.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = raw
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+		req.Topics = append(req.Topics, rt)
+	}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, 7)
+}
+
+func chain(t *testing.T, cfg string) *filter.Chain {
+	t.Helper()
+	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const ordersNeedID = `{"rules":[{"topicNames":["orders"],"valueRule":{"syntacticallyCorrectJson":{},"jsonSchema":{"type":"object","required":["id"]}}}]}`
+
+func TestValidationAnswersABadRequest(t *testing.T) {
+	c := chain(t, ordersNeedID)
+	for _, v := range []int16{3, 9, 12} {
+		forward, answer, _, err := c.Request(produceFrame(t, v, map[string]string{"orders": "not json"}))
+		if err != nil || forward != nil || answer == nil {
+			t.Fatalf("v%d: forward %d bytes, answer %d bytes, %v", v, len(forward), len(answer), err)
+		}
+		resp := kmsg.NewPtrProduceResponse()
+		resp.SetVersion(v)
+		body := answer[8:]
+		if resp.IsFlexible() {
+			body = body[1:]
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatalf("v%d: the answer does not decode: %v", v, err)
+		}
+		if int32(binary.BigEndian.Uint32(answer[4:])) != 7 {
+			t.Fatalf("v%d: correlation id", v)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != errInvalidRecord || (v >= 8 && (p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "record 0 of orders-0: value: not valid JSON"))) {
+			t.Fatalf("v%d: partition %+v", v, p)
+		}
+	}
+}
+
+func TestValidationForwardsGoodAndUnruledTopics(t *testing.T) {
+	c := chain(t, ordersNeedID)
+	in := produceFrame(t, 9, map[string]string{"orders": `{"id":1}`, "other": "free text"})
+	forward, answer, _, err := c.Request(in)
+	if err != nil || answer != nil || len(forward) != len(in) {
+		t.Fatalf("forward %d bytes of %d, answer %v, %v", len(forward), len(in), answer != nil, err)
+	}
+}
+
+func TestValidationRefusesUnsupportedConfig(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"rules":[{"topicNames":["a"],"valueRule":{"schemaValidationConfig":{"apicurioId":1}}}]}`: "Apicurio",
+		`{}`:           "no rules",
+		`{"rulez":[]}`: "unknown field",
+		`{"defaultRule":{"valueRule":{"jsonSchemaFile":"/nonexistent"}}}`: "jsonSchemaFile",
+		`{"defaultRule":{"valueRule":{"jsonSchema":{"type":12}}}}`:        "does not compile",
+	} {
+		_, err := filter.NewChain(context.Background(), []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", cfg, err, want)
+		}
+	}
+}
