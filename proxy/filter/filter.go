@@ -68,6 +68,9 @@ type Exchange struct {
 // Answer makes resp the response to the request, which is then not forwarded.
 func (x *Exchange) Answer(resp kmsg.Response) { x.answer = resp }
 
+// Answered is the filter's answer, or nil when the request is to be forwarded.
+func (x *Exchange) Answered() kmsg.Response { return x.answer }
+
 // Set keeps a value of filter f for the response side; Get returns it.
 func (x *Exchange) Set(f Filter, v any) {
 	if x.state == nil {

@@ -236,8 +236,8 @@ func TestUnknownSNIIsRefusedWithLogLine(t *testing.T) {
 	}
 }
 
-// TestFilteredVirtualClusterIsNotServed: a virtual cluster whose filter the proxy does not
-// implement is refused (fail closed); the others keep serving.
+// TestFilteredVirtualClusterIsNotServed: a virtual cluster whose filter cannot start (here a
+// KMS the encryption filter does not know) is refused (fail closed); the others keep serving.
 func TestFilteredVirtualClusterIsNotServed(t *testing.T) {
 	dir := t.TempDir()
 	pki := newPKI(t)
@@ -249,7 +249,7 @@ func TestFilteredVirtualClusterIsNotServed(t *testing.T) {
 	if _, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: "f-bootstrap.kafka.test", RootCAs: pki.pool}); err == nil {
 		t.Fatal("a virtual cluster with filters was served")
 	}
-	if !p.logs.waitFor("Refusing to serve virtual cluster", `"virtualCluster"="f"`, "filter encrypt: type RecordEncryption is not implemented") {
+	if !p.logs.waitFor("Refusing to serve virtual cluster", `"virtualCluster"="f"`, "filter encrypt (RecordEncryption): kms: \\\"x\\\" is not a KMS") {
 		t.Errorf("no refusal log line:\n%s", p.logs)
 	}
 	if !strings.Contains(httpGet(t, "http://"+p.srv.ManagementAddr().String()+"/metrics"), `kafkalink_proxy_virtual_cluster_refused{virtual_cluster="f"} 1`) {

@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// Each filter registers itself in init.
+	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 

@@ -168,9 +168,6 @@ func compileBytesRule(br *BytesRule, path string) (*check, error) {
 // Keys implements filter.Filter: Produce requests.
 func (v *validator) Keys() []int16 { return []int16{0} }
 
-// refused is what the filter keeps for the response side: the partitions it took out of the
-// request, with their errors.
-type refused map[string][]kmsg.ProduceResponseTopicPartition
 
 // OnRequest validates every record of a Produce request. Partitions with an invalid record are
 // taken out of the request and answered with INVALID_RECORD; when none is left, the filter
@@ -180,14 +177,14 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 	if !ok {
 		return nil
 	}
-	bad := refused{}
+	bad := filter.Refusals{}
 	kept := req.Topics[:0]
 	for _, t := range req.Topics {
 		checks := v.checksFor(t.Topic)
 		parts := t.Partitions[:0]
 		for _, p := range t.Partitions {
 			if errs := validatePartition(checks, p.Records); len(errs) > 0 {
-				bad[t.Topic] = append(bad[t.Topic], invalidPartition(t.Topic, p.Partition, errs))
+				bad.Add(t.Topic, invalidPartition(t.Topic, p.Partition, errs))
 				continue
 			}
 			parts = append(parts, p)
@@ -203,7 +200,7 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 	}
 	if len(kept) == 0 {
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		addRefused(resp, bad)
+		bad.AddTo(resp)
 		x.Answer(resp)
 		return nil
 	}
@@ -213,30 +210,13 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 
 // OnResponse adds the refused partitions to the broker's response.
 func (v *validator) OnResponse(_ context.Context, x *filter.Exchange) error {
-	bad, _ := x.Get(v).(refused)
+	bad, _ := x.Get(v).(filter.Refusals)
 	if resp, ok := x.Response.(*kmsg.ProduceResponse); ok && len(bad) > 0 {
-		addRefused(resp, bad)
+		bad.AddTo(resp)
 	}
 	return nil
 }
 
-func addRefused(resp *kmsg.ProduceResponse, bad refused) {
-	for topic, parts := range bad {
-		i := -1
-		for j := range resp.Topics {
-			if resp.Topics[j].Topic == topic {
-				i = j
-			}
-		}
-		if i < 0 {
-			t := kmsg.NewProduceResponseTopic()
-			t.Topic = topic
-			resp.Topics = append(resp.Topics, t)
-			i = len(resp.Topics) - 1
-		}
-		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, parts...)
-	}
-}
 
 func (v *validator) checksFor(topic string) [2]*check {
 	if c, ok := v.topics[topic]; ok {

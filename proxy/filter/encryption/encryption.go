@@ -1,0 +1,448 @@
+// Package encryption is the RecordEncryption filter: envelope encryption of record values on
+// their way to the brokers, and decryption on their way back.
+//
+// Configuration, in Kroxylicious' shape:
+//
+//	kms: KubernetesSecretKms            # or VaultKmsService, with Kroxylicious' kmsConfig
+//	kmsConfig: {keyDir: /opt/kroxylicious/secrets/filter/keks}   # $(secretDir:keks)
+//	selector: TemplateKekSelector
+//	selectorConfig: {template: "KEK_$(topicName)"}
+//	unresolvedKeyPolicy: PASSTHROUGH_UNENCRYPTED   # or REJECT: topics without a KEK
+//
+// Each produced record value is encrypted with AES-256-GCM under a data key (DEK) that the KMS
+// wraps with the topic's key-encryption key (KEK). A DEK serves at most maxRecordsPerDEK records
+// and maxDEKAge, then a new one is made: there is never one KMS call per record. The wrapped DEK
+// travels in the record; the format is in docs/record-encryption.md. Keys and headers are not
+// encrypted. A record that was never encrypted passes through on fetch.
+package encryption
+
+import (
+	"bytes"
+	"context"
+	"crypto/cipher"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/filter"
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
+)
+
+func init() {
+	filter.Register("RecordEncryption", New)
+	filter.Register("io.kroxylicious.filter.encryption.RecordEncryption", New)
+}
+
+// Config is the filter's configuration.
+type Config struct {
+	KMS            string          `json:"kms"`
+	KMSConfig      json.RawMessage `json:"kmsConfig,omitempty"`
+	Selector       string          `json:"selector"`
+	SelectorConfig struct {
+		Template string `json:"template"`
+	} `json:"selectorConfig"`
+	UnresolvedKeyPolicy string `json:"unresolvedKeyPolicy,omitempty"`
+	// Experimental holds Kroxylicious' experimental tuning, accepted and ignored.
+	Experimental json.RawMessage `json:"experimental,omitempty"`
+}
+
+// Limits of one DEK's use, and how long a KEK's existence is remembered.
+const (
+	maxRecordsPerDEK = 1 << 20
+	maxDEKAge        = time.Hour
+	kekCacheTTL      = 30 * time.Second
+	maxDecryptCache  = 4096
+	topicPlaceholder = "$(topicName)"
+	// HeaderKey marks an encrypted record; its value is the format version.
+	HeaderKey = "kafkalink.io/encryption"
+	// FormatVersion is the only encrypted value format so far (docs/record-encryption.md).
+	FormatVersion byte = 1
+)
+
+// Kafka error codes the filter answers with.
+const (
+	errCorruptMessage   int16 = 2  // records that are not whole record batches
+	errRequestTimedOut  int16 = 7  // retriable: the KMS is unavailable
+	errUnsupportedFmt   int16 = 43 // message format v0/v1 batches: not encrypted, not written
+	errPolicyViolation  int16 = 44 // a topic without a KEK under REJECT
+	errKafkaStorageErr  int16 = 56 // retriable, on fetch: a DEK cannot be unwrapped now
+	policyPassthrough         = "PASSTHROUGH_UNENCRYPTED"
+	policyReject              = "REJECT"
+)
+
+type encryptor struct {
+	kms      KMS
+	template string
+	reject   bool
+
+	mu      sync.Mutex
+	deks    map[string]*dekState // by KEK id
+	kekSeen map[string]kekEntry
+	opened  map[string]cipher.AEAD // by wrapped DEK
+}
+
+type dekState struct {
+	aead    cipher.AEAD
+	edek    []byte
+	uses    int
+	created time.Time
+}
+
+type kekEntry struct {
+	exists bool
+	until  time.Time
+}
+
+// New builds the filter from its configuration.
+func New(raw json.RawMessage) (filter.Filter, error) {
+	var cfg Config
+	if err := strictJSON(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	e := &encryptor{deks: map[string]*dekState{}, kekSeen: map[string]kekEntry{}, opened: map[string]cipher.AEAD{}}
+	switch cfg.KMS {
+	case KMSSecret:
+		var kc struct {
+			KeyDir string `json:"keyDir"`
+		}
+		if err := json.Unmarshal(cfg.KMSConfig, &kc); err != nil || kc.KeyDir == "" {
+			return nil, fmt.Errorf("kmsConfig: %s needs keyDir, the folder of a mounted Secret ($(secretDir:…))", KMSSecret)
+		}
+		e.kms = SecretKMS{Dir: kc.KeyDir}
+	case KMSVault:
+		v, err := newVaultKMS(cfg.KMSConfig)
+		if err != nil {
+			return nil, err
+		}
+		e.kms = v
+	default:
+		return nil, fmt.Errorf("kms: %q is not a KMS kafkalink-proxy knows (%s, %s)", cfg.KMS, KMSVault, KMSSecret)
+	}
+	if cfg.Selector != "TemplateKekSelector" {
+		return nil, fmt.Errorf("selector: %q is not supported: only TemplateKekSelector", cfg.Selector)
+	}
+	if !strings.Contains(cfg.SelectorConfig.Template, topicPlaceholder) {
+		return nil, fmt.Errorf("selectorConfig.template: %q has no %s", cfg.SelectorConfig.Template, topicPlaceholder)
+	}
+	e.template = cfg.SelectorConfig.Template
+	switch cfg.UnresolvedKeyPolicy {
+	case "", policyPassthrough:
+	case policyReject:
+		e.reject = true
+	default:
+		return nil, fmt.Errorf("unresolvedKeyPolicy: %q is not %s or %s", cfg.UnresolvedKeyPolicy, policyPassthrough, policyReject)
+	}
+	return e, nil
+}
+
+// strictJSON decodes a configuration, refusing fields it does not know (a typo is an error, not
+// a silently ignored setting).
+func strictJSON(raw json.RawMessage, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
+}
+
+// Keys implements filter.Filter: Produce requests and Fetch responses.
+func (e *encryptor) Keys() []int16 { return []int16{0, 1} }
+
+// OnRequest encrypts the record values of a Produce request. A partition whose topic's KEK
+// cannot be resolved now (KMS unavailable) is refused with a retriable error and never written
+// in the clear; a topic without a KEK passes unencrypted or is refused, as configured.
+func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
+	req, ok := x.Request.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	bad := filter.Refusals{}
+	kept := req.Topics[:0]
+	for _, t := range req.Topics {
+		kekID := strings.ReplaceAll(e.template, topicPlaceholder, t.Topic)
+		exists, err := e.kekExists(ctx, kekID)
+		parts := t.Partitions[:0]
+		for _, p := range t.Partitions {
+			switch {
+			case err != nil:
+				bad.Refuse(t.Topic, p.Partition, errRequestTimedOut, fmt.Sprintf("RecordEncryption: the KMS cannot say whether KEK %s exists now: %v", kekID, err))
+				continue
+			case !exists && e.reject:
+				bad.Refuse(t.Topic, p.Partition, errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", t.Topic, kekID))
+				continue
+			case exists:
+				enc, err := e.encryptPartition(ctx, kekID, t.Topic, p.Records)
+				if err != nil {
+					bad.Refuse(t.Topic, p.Partition, produceErrorCode(err), fmt.Sprintf("RecordEncryption: %v", err))
+					continue
+				}
+				p.Records = enc
+			}
+			parts = append(parts, p)
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			kept = append(kept, t)
+		}
+	}
+	req.Topics = kept
+	switch {
+	case len(bad) == 0:
+	case len(kept) == 0:
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		bad.AddTo(resp)
+		x.Answer(resp)
+	default:
+		x.Set(e, bad)
+	}
+	return nil
+}
+
+// OnResponse adds refused Produce partitions, and decrypts Fetch responses.
+func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
+	switch resp := x.Response.(type) {
+	case *kmsg.ProduceResponse:
+		if bad, _ := x.Get(e).(filter.Refusals); len(bad) > 0 {
+			bad.AddTo(resp)
+		}
+	case *kmsg.FetchResponse:
+		for i := range resp.Topics {
+			t := &resp.Topics[i]
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				dec, err := e.decryptPartition(ctx, t.Topic, p.RecordBatches)
+				if err != nil {
+					// Never hand out ciphertext as if it were the record: the consumer retries.
+					p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
+					continue
+				}
+				p.RecordBatches = dec
+			}
+		}
+	}
+	return nil
+}
+
+// produceErrorCode is the error a producer gets for a partition the filter could not encrypt:
+// records it cannot read are not retried, a KMS that cannot answer is.
+func produceErrorCode(err error) int16 {
+	switch {
+	case errors.Is(err, records.ErrUnsupported):
+		return errUnsupportedFmt
+	case errors.Is(err, records.ErrMalformed):
+		return errCorruptMessage
+	default:
+		return errRequestTimedOut
+	}
+}
+
+func (e *encryptor) kekExists(ctx context.Context, kekID string) (bool, error) {
+	e.mu.Lock()
+	c, ok := e.kekSeen[kekID]
+	e.mu.Unlock()
+	if ok && time.Now().Before(c.until) {
+		return c.exists, nil
+	}
+	exists, err := e.kms.Exists(ctx, kekID)
+	if err != nil {
+		return false, err
+	}
+	e.mu.Lock()
+	e.kekSeen[kekID] = kekEntry{exists: exists, until: time.Now().Add(kekCacheTTL)}
+	e.mu.Unlock()
+	return exists, nil
+}
+
+// dek returns the current DEK of a KEK, making a new one when none is left for n more records.
+func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, error) {
+	e.mu.Lock()
+	d := e.deks[kekID]
+	if d != nil && d.uses+n <= maxRecordsPerDEK && time.Since(d.created) < maxDEKAge {
+		d.uses += n
+		e.mu.Unlock()
+		return d, nil
+	}
+	e.mu.Unlock()
+	key, edek, err := e.kms.GenerateDEK(ctx, kekID)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := newGCM(key)
+	if err != nil {
+		return nil, err
+	}
+	d = &dekState{aead: aead, edek: edek, uses: n, created: time.Now()}
+	e.mu.Lock()
+	e.deks[kekID] = d
+	e.mu.Unlock()
+	return d, nil
+}
+
+func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte) ([]byte, error) {
+	batches, rest, err := records.Split(raw)
+	if err != nil || len(rest) > 0 {
+		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
+	}
+	var out []byte
+	for _, b := range batches {
+		batch, err := records.Decode(b)
+		if err != nil {
+			return nil, err
+		}
+		if batch.Header.Attributes&0x20 != 0 { // a control batch: transaction markers carry no values
+			out = append(out, b...)
+			continue
+		}
+		d, err := e.dek(ctx, kekID, len(batch.Records))
+		if err != nil {
+			return nil, err
+		}
+		for i := range batch.Records {
+			if err := encryptRecord(&batch.Records[i], kekID, topic, d); err != nil {
+				return nil, err
+			}
+		}
+		enc, err := batch.Encode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, enc...)
+	}
+	return out, nil
+}
+
+func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []byte) ([]byte, error) {
+	batches, rest, err := records.Split(raw)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, b := range batches {
+		batch, err := records.Decode(b)
+		if err != nil || !anyEncrypted(batch) {
+			out = append(out, b...) // not ours to change: passed on as the broker sent it
+			continue
+		}
+		for i := range batch.Records {
+			if err := e.decryptRecord(ctx, &batch.Records[i], topic); err != nil {
+				return nil, err
+			}
+		}
+		dec, err := batch.Encode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dec...)
+	}
+	return append(out, rest...), nil
+}
+
+func anyEncrypted(b *records.Batch) bool {
+	for _, r := range b.Records {
+		if encryptedHeader(r) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func encryptedHeader(r kmsg.Record) int {
+	for i, h := range r.Headers {
+		if h.Key == HeaderKey {
+			return i
+		}
+	}
+	return -1
+}
+
+// aad binds a value's ciphertext to its topic, so it cannot be moved to another topic unnoticed.
+func aad(topic string) []byte { return []byte("kafkalink.io/encryption/v1\x00" + topic) }
+
+// encryptRecord replaces a record's value with its encrypted form (docs/record-encryption.md)
+// and marks it with the header. Null values (tombstones) stay null.
+func encryptRecord(r *kmsg.Record, kekID, topic string, d *dekState) error {
+	if r.Value == nil {
+		return nil
+	}
+	nonce := make([]byte, d.aead.NonceSize())
+	if _, err := randRead(nonce); err != nil {
+		return err
+	}
+	v := []byte{FormatVersion}
+	v = binary.AppendUvarint(v, uint64(len(kekID)))
+	v = append(v, kekID...)
+	v = binary.AppendUvarint(v, uint64(len(d.edek)))
+	v = append(v, d.edek...)
+	v = append(v, nonce...)
+	r.Value = d.aead.Seal(v, nonce, r.Value, aad(topic))
+	r.Headers = append(r.Headers, kmsg.Header{Key: HeaderKey, Value: []byte{FormatVersion}})
+	return nil
+}
+
+// errMalformedValue marks an encrypted value that is not in the format.
+var errMalformedValue = errors.New("encrypted value not in the record encryption format")
+
+func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string) error {
+	hi := encryptedHeader(*r)
+	if hi < 0 || r.Value == nil {
+		return nil
+	}
+	v := r.Value
+	if len(v) < 1 || v[0] != FormatVersion {
+		return errMalformedValue
+	}
+	v = v[1:]
+	field := func() ([]byte, bool) {
+		n, k := binary.Uvarint(v)
+		if k <= 0 || n > uint64(len(v)-k) {
+			return nil, false
+		}
+		f := v[k : k+int(n)]
+		v = v[k+int(n):]
+		return f, true
+	}
+	kekID, ok1 := field()
+	edek, ok2 := field()
+	if !ok1 || !ok2 || len(v) < 12 {
+		return errMalformedValue
+	}
+	aead, err := e.openDEK(ctx, string(kekID), edek)
+	if err != nil {
+		return err
+	}
+	plain, err := aead.Open(nil, v[:aead.NonceSize()], v[aead.NonceSize():], aad(topic))
+	if err != nil {
+		return fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
+	}
+	r.Value = plain
+	r.Headers = append(r.Headers[:hi], r.Headers[hi+1:]...)
+	return nil
+}
+
+// openDEK unwraps a DEK, from the cache when it was seen before.
+func (e *encryptor) openDEK(ctx context.Context, kekID string, edek []byte) (cipher.AEAD, error) {
+	e.mu.Lock()
+	aead := e.opened[string(edek)]
+	e.mu.Unlock()
+	if aead != nil {
+		return aead, nil
+	}
+	key, err := e.kms.DecryptDEK(ctx, kekID, edek)
+	if err != nil {
+		return nil, err
+	}
+	if aead, err = newGCM(key); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.opened) >= maxDecryptCache {
+		clear(e.opened) // bounded; DEKs are few and reused, so refills are rare
+	}
+	e.opened[string(edek)] = aead
+	e.mu.Unlock()
+	return aead, nil
+}

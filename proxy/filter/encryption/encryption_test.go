@@ -1,0 +1,316 @@
+package encryption
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/filter"
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
+)
+
+// countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail.
+type countingKMS struct {
+	KMS
+	generated, decrypted int
+	down                 bool
+}
+
+func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
+	if c.down {
+		return false, ErrKMSUnavailable
+	}
+	return c.KMS.Exists(ctx, id)
+}
+
+func (c *countingKMS) GenerateDEK(ctx context.Context, id string) ([]byte, []byte, error) {
+	c.generated++
+	return c.KMS.GenerateDEK(ctx, id)
+}
+
+func (c *countingKMS) DecryptDEK(ctx context.Context, id string, edek []byte) ([]byte, error) {
+	c.decrypted++
+	if c.down {
+		return nil, ErrKMSUnavailable
+	}
+	return c.KMS.DecryptDEK(ctx, id, edek)
+}
+
+// newTestFilter is the filter with a Secret KMS holding KEK_secrets, and the folder.
+func newTestFilter(t testing.TB, extra string) (*encryptor, *countingKMS) {
+	t.Helper()
+	dir := t.TempDir()
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	if err := os.WriteFile(filepath.Join(dir, "KEK_secrets"), k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(json.RawMessage(fmt.Sprintf(`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":%q},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}%s}`, dir, extra)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := f.(*encryptor)
+	c := &countingKMS{KMS: e.kms}
+	e.kms = c
+	return e, c
+}
+
+// batch encodes records into one batch with a codec and producer fields.
+func batch(t testing.TB, codec int16, values ...[]byte) []byte {
+	t.Helper()
+	b := records.Batch{Header: kmsg.RecordBatch{Magic: 2, Attributes: codec, ProducerID: 42, ProducerEpoch: 3, FirstSequence: 17}}
+	for i, v := range values {
+		b.Records = append(b.Records, kmsg.Record{OffsetDelta: int32(i), Key: []byte("k"), Value: v})
+	}
+	raw, err := b.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func produce(topic string, raw []byte) *filter.Exchange {
+	req := kmsg.NewPtrProduceRequest()
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return &filter.Exchange{Key: 0, Request: req}
+}
+
+// fetched runs a Fetch response carrying raw through the filter and returns the partition.
+func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches = raw
+	rt.Partitions = []kmsg.FetchResponseTopicPartition{rp}
+	resp.Topics = []kmsg.FetchResponseTopic{rt}
+	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+func encrypted(t testing.TB, e *encryptor, topic string, raw []byte) []byte {
+	t.Helper()
+	x := produce(topic, raw)
+	if err := e.OnRequest(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Get(e) != nil {
+		t.Fatalf("the partition was refused: %v", x.Get(e))
+	}
+	return x.Request.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records
+}
+
+// TestEncryptKeepsTheBatch: every codec is kept, and so are the producer id, epoch, sequence
+// and keys; values are ciphertext; Fetch gives the original values back, tombstones stay null.
+func TestEncryptKeepsTheBatch(t *testing.T) {
+	for _, codec := range []int16{0, 1, 2, 3, 4} {
+		e, _ := newTestFilter(t, "")
+		enc := encrypted(t, e, "secrets", batch(t, codec, []byte("alpha-plaintext"), nil, []byte("beta-plaintext")))
+		b, err := records.Decode(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := b.Header
+		if int16(b.Codec()) != codec || h.ProducerID != 42 || h.ProducerEpoch != 3 || h.FirstSequence != 17 || len(b.Records) != 3 {
+			t.Errorf("codec %d: the batch changed: codec %d, producer %d/%d/%d, %d records", codec, b.Codec(), h.ProducerID, h.ProducerEpoch, h.FirstSequence, len(b.Records))
+		}
+		for _, r := range b.Records {
+			if bytes.Contains(r.Value, []byte("plaintext")) || string(r.Key) != "k" {
+				t.Errorf("codec %d: stored record %q / %q", codec, r.Key, r.Value)
+			}
+		}
+		if b.Records[1].Value != nil || len(b.Records[1].Headers) != 0 {
+			t.Errorf("codec %d: a tombstone should stay null and unmarked", codec)
+		}
+		p := fetched(t, e, "secrets", enc)
+		d, err := records.Decode(p.RecordBatches)
+		if p.ErrorCode != 0 || err != nil {
+			t.Fatalf("codec %d: fetch error %d, %v", codec, p.ErrorCode, err)
+		}
+		if string(d.Records[0].Value) != "alpha-plaintext" || d.Records[1].Value != nil || string(d.Records[2].Value) != "beta-plaintext" || len(d.Records[0].Headers) != 0 {
+			t.Errorf("codec %d: decrypted %q %q %q", codec, d.Records[0].Value, d.Records[1].Value, d.Records[2].Value)
+		}
+	}
+}
+
+// TestFetchMixedBatches: plain batches, batches mixing encrypted and plain records, and a
+// trailing partial batch all come through.
+func TestFetchMixedBatches(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	enc, err := records.Decode(encrypted(t, e, "secrets", batch(t, 0, []byte("sealed"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Records = append(enc.Records, kmsg.Record{OffsetDelta: 1, Value: []byte("plain")})
+	mixed, _ := enc.Encode()
+	plain := batch(t, 0, []byte("never encrypted"))
+	raw := append(append(append([]byte{}, plain...), mixed...), plain[:20]...)
+	p := fetched(t, e, "secrets", raw)
+	bs, rest, err := records.Split(p.RecordBatches)
+	if p.ErrorCode != 0 || err != nil || len(bs) != 2 || len(rest) != 20 {
+		t.Fatalf("error %d, %v, %d batches, %d bytes after", p.ErrorCode, err, len(bs), len(rest))
+	}
+	if !bytes.Equal(bs[0], plain) {
+		t.Error("a plain batch should pass unchanged")
+	}
+	d, _ := records.Decode(bs[1])
+	if string(d.Records[0].Value) != "sealed" || string(d.Records[1].Value) != "plain" {
+		t.Errorf("mixed batch: %q %q", d.Records[0].Value, d.Records[1].Value)
+	}
+}
+
+// TestDEKReuseIsBounded: one DEK serves many requests, never one KMS call per record, and a
+// new one is made once a DEK has served its records.
+func TestDEKReuseIsBounded(t *testing.T) {
+	e, kms := newTestFilter(t, "")
+	for range 10 {
+		encrypted(t, e, "secrets", batch(t, 0, []byte("a"), []byte("b"), []byte("c")))
+	}
+	if kms.generated != 1 {
+		t.Errorf("30 records made %d DEKs, want 1", kms.generated)
+	}
+	e.deks["KEK_secrets"].uses = maxRecordsPerDEK - 1
+	encrypted(t, e, "secrets", batch(t, 0, []byte("a"), []byte("b")))
+	if kms.generated != 2 {
+		t.Errorf("a DEK past its %d records was reused (%d DEKs made)", maxRecordsPerDEK, kms.generated)
+	}
+	e.deks["KEK_secrets"].created = e.deks["KEK_secrets"].created.Add(-maxDEKAge)
+	encrypted(t, e, "secrets", batch(t, 0, []byte("a")))
+	if kms.generated != 3 {
+		t.Errorf("a DEK past %v was reused (%d DEKs made)", maxDEKAge, kms.generated)
+	}
+}
+
+// TestProduceRefusals: the errors a producer gets, by cause.
+func TestProduceRefusals(t *testing.T) {
+	v1 := batch(t, 0, []byte("x"))
+	v1[16] = 1 // magic 1
+	for name, tc := range map[string]struct {
+		extra, topic string
+		raw          []byte
+		down         bool
+		want         int16
+	}{
+		"KMS down":               {topic: "secrets", raw: batch(t, 0, []byte("x")), down: true, want: errRequestTimedOut},
+		"no KEK, REJECT":         {extra: `,"unresolvedKeyPolicy":"REJECT"`, topic: "other", raw: batch(t, 0, []byte("x")), want: errPolicyViolation},
+		"message format v1":      {topic: "secrets", raw: v1, want: errUnsupportedFmt},
+		"a partial batch":        {topic: "secrets", raw: batch(t, 0, []byte("x"))[:30], want: errCorruptMessage},
+		"no KEK, passed through": {topic: "other", raw: batch(t, 0, []byte("x")), want: -1},
+	} {
+		e, kms := newTestFilter(t, tc.extra)
+		kms.down = tc.down
+		x := produce(tc.topic, tc.raw)
+		if err := e.OnRequest(context.Background(), x); err != nil {
+			t.Fatal(err)
+		}
+		if tc.want < 0 {
+			if x.Get(e) != nil || !bytes.Equal(x.Request.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records, tc.raw) {
+				t.Errorf("%s: the records should be forwarded unchanged", name)
+			}
+			continue
+		}
+		// The only partition was refused: the filter answers, nothing is forwarded.
+		resp, ok := x.Answered().(*kmsg.ProduceResponse)
+		if !ok || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("%s: answer %v", name, x.Answered())
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Errorf("%s: error code %d, want %d (%s)", name, got, tc.want, *resp.Topics[0].Partitions[0].ErrorMessage)
+		}
+	}
+}
+
+// TestFetchWithoutTheKey: a record whose DEK cannot be unwrapped now, or whose ciphertext does
+// not open, fails its partition with a retriable error; no ciphertext is handed out as a value.
+func TestFetchWithoutTheKey(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	enc := encrypted(t, e, "secrets", batch(t, 0, []byte("sealed")))
+
+	other, kms := newTestFilter(t, "") // another proxy replica: nothing cached
+	kms.KMS = e.kms.(*countingKMS).KMS
+	kms.down = true
+	if p := fetched(t, other, "secrets", enc); p.ErrorCode != errKafkaStorageErr || p.RecordBatches != nil {
+		t.Errorf("KMS down: error %d, %d bytes of records", p.ErrorCode, len(p.RecordBatches))
+	}
+	kms.down = false
+	if p := fetched(t, other, "secrets", enc); p.ErrorCode != 0 {
+		t.Errorf("KMS back: error %d", p.ErrorCode)
+	}
+
+	b := mustDecode(t, bytes.Clone(enc))
+	b.Records[0].Value[len(b.Records[0].Value)-1] ^= 1
+	tampered, _ := b.Encode()
+	if p := fetched(t, e, "secrets", tampered); p.ErrorCode != errKafkaStorageErr {
+		t.Errorf("tampered ciphertext: error %d", p.ErrorCode)
+	}
+	if p := fetched(t, e, "elsewhere", enc); p.ErrorCode != errKafkaStorageErr {
+		t.Errorf("a record moved to another topic decrypted (error %d)", p.ErrorCode)
+	}
+}
+
+func TestConfigRefused(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"kms":"AwsKmsService","selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: `"AwsKmsService" is not a KMS`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "needs keyDir",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"Bar","selectorConfig":{"template":"$(topicName)"}}`: `"Bar" is not supported`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK"}}`: "has no $(topicName)",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"unresolvedKeyPolicy":"DROP"}`: `"DROP" is not`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"typo":1}`: "unknown field",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"vault:8200"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "is not an http(s) URL",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"passwordFile":"/nonexistent"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "no token",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"password":"t"},"tls":{"key":{"storeFile":"/k"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "client certificates",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://v/v1/transit","vaultToken":{"password":"t"},"tls":{"trust":{"storeFile":"/nonexistent","storeType":"PEM"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "tls.trust",
+	} {
+		if _, err := New(json.RawMessage(cfg)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", cfg, err, want)
+		}
+	}
+}
+
+// FuzzDecrypt: any bytes as an encrypted record's value (as a broker could return them) give a
+// partition error or a value, never a panic.
+func FuzzDecrypt(f *testing.F) {
+	f.Add([]byte{FormatVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{FormatVersion, 11, 'K', 'E', 'K', '_', 's', 'e', 'c', 'r', 'e', 't', 's', 0x80})
+	f.Add([]byte{FormatVersion, 0, 0})
+	f.Add([]byte{2})
+	f.Add([]byte{})
+	e, _ := newTestFilter(f, "")
+	f.Add(mustDecode(f, encrypted(f, e, "secrets", batch(f, 0, []byte("v")))).Records[0].Value)
+	f.Fuzz(func(t *testing.T, value []byte) {
+		b := records.Batch{Header: kmsg.RecordBatch{Magic: 2}, Records: []kmsg.Record{{Value: value, Headers: []kmsg.Header{{Key: HeaderKey, Value: []byte{FormatVersion}}}}}}
+		raw, err := b.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := fetched(t, e, "secrets", raw)
+		if p.ErrorCode == 0 && len(mustDecode(t, p.RecordBatches).Records[0].Headers) != 0 {
+			t.Fatal("a value that did not decrypt was handed out as a record")
+		}
+	})
+}
+
+func mustDecode(t testing.TB, raw []byte) *records.Batch {
+	t.Helper()
+	b, err := records.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
