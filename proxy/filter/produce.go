@@ -8,7 +8,9 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 type Refusals map[string][]kmsg.ProduceResponseTopicPartition
 
 // Add records a refused partition of topic.
-func (r Refusals) Add(topic string, p kmsg.ProduceResponseTopicPartition) { r[topic] = append(r[topic], p) }
+func (r Refusals) Add(topic string, p kmsg.ProduceResponseTopicPartition) {
+	r[topic] = append(r[topic], p)
+}
 
 // Refuse records a refused partition with an error code and message.
 func (r Refusals) Refuse(topic string, partition int32, code int16, msg string) {

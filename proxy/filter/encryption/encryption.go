@@ -67,13 +67,13 @@ const (
 
 // Kafka error codes the filter answers with.
 const (
-	errCorruptMessage   int16 = 2  // records that are not whole record batches
-	errRequestTimedOut  int16 = 7  // retriable: the KMS is unavailable
-	errUnsupportedFmt   int16 = 43 // message format v0/v1 batches: not encrypted, not written
-	errPolicyViolation  int16 = 44 // a topic without a KEK under REJECT
-	errKafkaStorageErr  int16 = 56 // retriable, on fetch: a DEK cannot be unwrapped now
-	policyPassthrough         = "PASSTHROUGH_UNENCRYPTED"
-	policyReject              = "REJECT"
+	errCorruptMessage  int16 = 2  // records that are not whole record batches
+	errRequestTimedOut int16 = 7  // retriable: the KMS is unavailable
+	errUnsupportedFmt  int16 = 43 // message format v0/v1 batches: not encrypted, not written
+	errPolicyViolation int16 = 44 // a topic without a KEK under REJECT
+	errKafkaStorageErr int16 = 56 // retriable, on fetch: a DEK cannot be unwrapped now
+	policyPassthrough        = "PASSTHROUGH_UNENCRYPTED"
+	policyReject             = "REJECT"
 )
 
 type encryptor struct {

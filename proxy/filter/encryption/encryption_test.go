@@ -266,15 +266,15 @@ func TestFetchWithoutTheKey(t *testing.T) {
 
 func TestConfigRefused(t *testing.T) {
 	for cfg, want := range map[string]string{
-		`{"kms":"AwsKmsService","selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: `"AwsKmsService" is not a KMS`,
-		`{"kms":"KubernetesSecretKms","kmsConfig":{},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "needs keyDir",
-		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"Bar","selectorConfig":{"template":"$(topicName)"}}`: `"Bar" is not supported`,
-		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK"}}`: "has no $(topicName)",
-		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"unresolvedKeyPolicy":"DROP"}`: `"DROP" is not`,
-		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"typo":1}`: "unknown field",
-		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"vault:8200"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "is not an http(s) URL",
-		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"passwordFile":"/nonexistent"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "no token",
-		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"password":"t"},"tls":{"key":{"storeFile":"/k"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "client certificates",
+		`{"kms":"AwsKmsService","selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                                                                             `"AwsKmsService" is not a KMS`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                                                        "needs keyDir",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"Bar","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                                                           `"Bar" is not supported`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK"}}`:                                                                                                                                    "has no $(topicName)",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"unresolvedKeyPolicy":"DROP"}`:                                                                                              `"DROP" is not`,
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"typo":1}`:                                                                                                                  "unknown field",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"vault:8200"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                        "is not an http(s) URL",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"passwordFile":"/nonexistent"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                  "no token",
+		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"password":"t"},"tls":{"key":{"storeFile":"/k"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                "client certificates",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://v/v1/transit","vaultToken":{"password":"t"},"tls":{"trust":{"storeFile":"/nonexistent","storeType":"PEM"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`: "tls.trust",
 	} {
 		if _, err := New(json.RawMessage(cfg)); err == nil || !strings.Contains(err.Error(), want) {

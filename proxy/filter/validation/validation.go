@@ -168,7 +168,6 @@ func compileBytesRule(br *BytesRule, path string) (*check, error) {
 // Keys implements filter.Filter: Produce requests.
 func (v *validator) Keys() []int16 { return []int16{0} }
 
-
 // OnRequest validates every record of a Produce request. Partitions with an invalid record are
 // taken out of the request and answered with INVALID_RECORD; when none is left, the filter
 // answers the whole request itself.
@@ -216,7 +215,6 @@ func (v *validator) OnResponse(_ context.Context, x *filter.Exchange) error {
 	}
 	return nil
 }
-
 
 func (v *validator) checksFor(topic string) [2]*check {
 	if c, ok := v.topics[topic]; ok {
