@@ -222,6 +222,11 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 			}
 		}
 	}
+	if check := t.s.Env.CheckFilter; check != nil {
+		if err := check(kf.Spec.Type, cfg); err != nil {
+			return config.Filter{}, &refProblem{ReasonInvalidFilterConfig, fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
+		}
+	}
 	for _, r := range refs {
 		fx.mount(r.Secret, FilterSecretsDir+"/"+r.Secret)
 		fx.filterSecret[r.Secret] = true

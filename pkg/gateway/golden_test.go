@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,6 +41,8 @@ type testEnvironment struct {
 	Foreign           []ObjectKey `json:"foreign"`
 	Gateway           string      `json:"gateway"`
 	FilterTypes       []string    `json:"filterTypes"`
+	// CheckFilters runs kafkalink-proxy's own check of filter configurations, as the operator does.
+	CheckFilters bool `json:"checkFilters"`
 	// AllowedMetadataPrefixes and AllowedIngressDomains are the operator's restriction flags.
 	AllowedMetadataPrefixes []string `json:"allowedMetadataPrefixes"`
 	AllowedIngressDomains   []string `json:"allowedIngressDomains"`
@@ -186,6 +189,9 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	}
 	s.Env.VisibleNamespaces = env.VisibleNamespaces
 	s.Env.FilterTypes = env.FilterTypes
+	if env.CheckFilters {
+		s.Env.CheckFilter = filterall.Check
+	}
 	s.Env.AllowedMetadataPrefixes = env.AllowedMetadataPrefixes
 	s.Env.AllowedIngressDomains = env.AllowedIngressDomains
 	if env.TLSRouteTimeout != "" {

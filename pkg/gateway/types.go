@@ -100,6 +100,8 @@ const (
 	ReasonFilterNotFound = "FilterNotFound"
 	// ReasonInvalidFilterSecretRef: a KafkaFilter placeholder names a missing Secret or key.
 	ReasonInvalidFilterSecretRef = "InvalidFilterSecretRef"
+	// ReasonInvalidFilterConfig: a KafkaFilter's config is one its type's filter cannot start with.
+	ReasonInvalidFilterConfig = "InvalidFilterConfig"
 	// ReasonInvalidBackendTLS: the KafkaBackendTLSPolicy of the backend cannot be applied.
 	ReasonInvalidBackendTLS = "InvalidBackendTLS"
 	// ReasonOpenShiftRoutesUnavailable: hostnames under an ingress domain need route.openshift.io/v1.
@@ -149,6 +151,9 @@ type Environment struct {
 	// FilterTypes are the KafkaFilter types the proxy image implements. A route rule naming a
 	// filter of another type is not served: the proxy would refuse the whole virtual cluster.
 	FilterTypes []string
+	// CheckFilter checks a KafkaFilter's configuration, with Secret placeholders already paths,
+	// as the proxy would at start but without reading those files; nil checks nothing.
+	CheckFilter func(typ string, config []byte) error
 	// OpenShiftRoutes reports whether route.openshift.io/v1 Route is served.
 	OpenShiftRoutes bool
 	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.

@@ -164,6 +164,7 @@ func (c *Controller) environment() gateway.Environment {
 		ClusterDomain: c.env.Options.ClusterDomain,
 		ProxyImage:    c.env.Options.ProxyImage,
 		FilterTypes:   c.env.Options.ProxyFilterTypes,
+		CheckFilter:   c.env.Options.CheckFilter,
 
 		AllowedMetadataPrefixes: c.env.Options.AllowedMetadataPrefixes,
 		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,

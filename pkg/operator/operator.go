@@ -87,6 +87,9 @@ type Options struct {
 	// ProxyFilterTypes are the KafkaFilter types the proxy image implements: by default
 	// kafkalink-proxy's (package filter/all); a different proxy image may implement others.
 	ProxyFilterTypes []string
+	// CheckFilter checks a KafkaFilter's configuration as kafkalink-proxy would (without the
+	// files it names); a type kafkalink-proxy does not implement is not checked.
+	CheckFilter func(typ string, config []byte) error
 	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
 	// objects; nil allows any.
 	AllowedMetadataPrefixes []string
@@ -124,6 +127,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
 	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
 	o.ProxyFilterTypes = filterall.Types()
+	o.CheckFilter = filterall.Check
 	fs.Func("proxy-filter-types", fmt.Sprintf("Comma-separated KafkaFilter types the proxy image implements (default: kafkalink-proxy's, %s). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", strings.Join(o.ProxyFilterTypes, ",")), commaList(&o.ProxyFilterTypes))
 
 	// Gateway controller.

@@ -379,6 +379,10 @@ func (c *Config) RemapPaths(from, to string) {
 		}
 	}
 	for i := range c.VirtualClusters {
+		for j := range c.VirtualClusters[i].Filters {
+			f := &c.VirtualClusters[i].Filters[j]
+			f.Config = remapJSONStrings(f.Config, re)
+		}
 		u := c.VirtualClusters[i].UpstreamTLS
 		if u == nil {
 			continue
@@ -389,6 +393,40 @@ func (c *Config) RemapPaths(from, to string) {
 		re(&u.CertificateFile)
 		re(&u.PrivateKeyFile)
 	}
+}
+
+// remapJSONStrings applies re to every string of a filter's configuration: the operator writes
+// $(secretFile:…) and $(secretDir:…) as paths anywhere in it. A configuration that is not JSON is
+// left for the filter to refuse.
+func remapJSONStrings(raw json.RawMessage, re func(*string)) json.RawMessage {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers stay as written
+	if len(raw) == 0 || dec.Decode(&v) != nil {
+		return raw
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch t := v.(type) {
+		case string:
+			re(&t)
+			return t
+		case map[string]any:
+			for k, e := range t {
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // Files lists every file the configuration refers to, for change detection.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"os"
 	"reflect"
 	"strings"
@@ -115,6 +116,23 @@ func TestParseExample(t *testing.T) {
 	c.RemapPaths("/opt/kroxylicious/", "/tmp/x/")
 	if got := c.Listeners[0].KeyPairs[0].CertificateFile; got != "/tmp/x/secrets/tls/tls/server-cert/tls.crt" {
 		t.Fatalf("remapped path = %q", got)
+	}
+}
+
+// TestRemapReachesFilterConfigs: the operator writes filter secrets as paths anywhere in a
+// filter's configuration; a remap rewrites them there too, and keeps everything else as written.
+func TestRemapReachesFilterConfigs(t *testing.T) {
+	c := &Config{VirtualClusters: []VirtualCluster{{Filters: []Filter{
+		{Config: json.RawMessage(`{"kmsConfig":{"keyDir":"/opt/kroxylicious/secrets/filter/keks","n":12345678901234567890},"list":["/opt/kroxylicious/a","/elsewhere"]}`)},
+		{Config: json.RawMessage(`not json`)},
+	}}}}
+	c.RemapPaths("/opt/kroxylicious/", "/tmp/x/")
+	want := `{"kmsConfig":{"keyDir":"/tmp/x/secrets/filter/keks","n":12345678901234567890},"list":["/tmp/x/a","/elsewhere"]}`
+	if got := string(c.VirtualClusters[0].Filters[0].Config); got != want {
+		t.Errorf("remapped filter config:\n%s\nwant\n%s", got, want)
+	}
+	if got := string(c.VirtualClusters[0].Filters[1].Config); got != "not json" {
+		t.Errorf("a config that is not JSON changed: %s", got)
 	}
 }
 

@@ -28,16 +28,38 @@ type Filter interface {
 // Factory builds a filter from its configuration (the KafkaFilter's config, as JSON).
 type Factory func(config json.RawMessage) (Filter, error)
 
+// Checker checks a filter's configuration without reading the files it names (the operator has
+// not got them): the operator runs it so that a route reports a wrong configuration in its status
+// instead of the proxy refusing the virtual cluster.
+type Checker func(config json.RawMessage) error
+
+type registration struct {
+	factory Factory
+	check   Checker
+}
+
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
+	registry   = map[string]registration{}
 )
 
 // Register makes a filter type available; filter implementations call it from init.
-func Register(typ string, f Factory) {
+func Register(typ string, f Factory, check Checker) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	registry[typ] = f
+	registry[typ] = registration{factory: f, check: check}
+}
+
+// Check checks a configuration of a filter type this proxy implements; a type it does not
+// implement (another proxy image's) is not checked.
+func Check(typ string, config json.RawMessage) error {
+	registryMu.RLock()
+	r := registry[typ]
+	registryMu.RUnlock()
+	if r.check == nil {
+		return nil
+	}
+	return r.check(config)
 }
 
 // Types lists the filter types this proxy implements, sorted: the operator's default
@@ -95,7 +117,7 @@ func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
 	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}}
 	for _, fc := range filters {
 		registryMu.RLock()
-		factory := registry[fc.Type]
+		factory := registry[fc.Type].factory
 		registryMu.RUnlock()
 		if factory == nil {
 			return nil, fmt.Errorf("filter %s: type %s is not implemented by kafkalink-proxy (it implements %v)", fc.Name, fc.Type, Types())

@@ -86,7 +86,8 @@ func brokerIP(id int) string { return fmt.Sprintf("127.0.1.%d", id+1) }
 // TestKafkaBackendFollowsNodePools: a KafkaRoute naming only a Strimzi Kafka serves a TLS client
 // through the proxy to a TLS and SCRAM-SHA-512 backend, with the proxy connecting to each broker
 // at its Strimzi name (never asking the SASL-only bootstrap for addresses); scaling the node pool
-// from 3 to 4 brokers adds broker 3 to the proxy with no restart and no dropped connection.
+// from 3 to 4 brokers adds broker 3 to the proxy with no restart and no dropped connection; then
+// the seed's KafkaFilter, with real kms values, encrypts records through the deployed proxy.
 func TestKafkaBackendFollowsNodePools(t *testing.T) {
 	const maxBrokers = 4
 	aliases := []corev1.HostAlias{{IP: brokerIP(0), Hostnames: []string{backendService + "." + nsKafka + ".svc.cluster.local"}}}
@@ -170,6 +171,8 @@ func TestKafkaBackendFollowsNodePools(t *testing.T) {
 		pinned.check(t)
 		bindingtest.ProduceConsume(t, opts, topic, "new-client-after-scale-out")
 	})
+
+	e.stepRecordEncryption(kafkaPort, clusterCA, opts)
 }
 
 // startPodKafka runs kfake with TLS and SCRAM-SHA-512, its brokers (three now, up to max later)

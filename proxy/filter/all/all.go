@@ -11,3 +11,7 @@ import (
 
 // Types lists the filter types of kafkalink-proxy.
 func Types() []string { return filter.Types() }
+
+// Check checks a filter configuration as kafkalink-proxy would at start, without reading the
+// files it names; a type kafkalink-proxy does not implement is not checked.
+func Check(typ string, config []byte) error { return filter.Check(typ, config) }

@@ -35,8 +35,8 @@ import (
 )
 
 func init() {
-	filter.Register("RecordEncryption", New)
-	filter.Register("io.kroxylicious.filter.encryption.RecordEncryption", New)
+	filter.Register("RecordEncryption", New, checkConfig)
+	filter.Register("io.kroxylicious.filter.encryption.RecordEncryption", New, checkConfig)
 }
 
 // Config is the filter's configuration.
@@ -100,7 +100,16 @@ type kekEntry struct {
 }
 
 // New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) {
+func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, true) }
+
+// checkConfig is New without reading the files the configuration names (the Vault token and
+// trust store): the operator's check of a configuration.
+func checkConfig(raw json.RawMessage) error {
+	_, err := build(raw, false)
+	return err
+}
+
+func build(raw json.RawMessage, readFiles bool) (*encryptor, error) {
 	var cfg Config
 	if err := strictJSON(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -116,7 +125,7 @@ func New(raw json.RawMessage) (filter.Filter, error) {
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
 	case KMSVault:
-		v, err := newVaultKMS(cfg.KMSConfig)
+		v, err := newVaultKMS(cfg.KMSConfig, readFiles)
 		if err != nil {
 			return nil, err
 		}

@@ -314,3 +314,18 @@ func mustDecode(t testing.TB, raw []byte) *records.Batch {
 	}
 	return b
 }
+
+// TestCheckReadsNoFiles: the operator's check refuses what the configuration itself gets wrong,
+// and leaves files (which only the proxy's pod has) to the proxy.
+func TestCheckReadsNoFiles(t *testing.T) {
+	vault := `{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://vault:8200/v1/transit","vaultToken":{"passwordFile":"/opt/kroxylicious/secrets/filter/vault/token"},"tls":{"trust":{"storeFile":"/opt/kroxylicious/secrets/filter/ca/ca.crt","storeType":"PEM"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`
+	if err := filter.Check("io.kroxylicious.filter.encryption.RecordEncryption", json.RawMessage(vault)); err != nil {
+		t.Errorf("check: %v", err)
+	}
+	if _, err := New(json.RawMessage(vault)); err == nil || !strings.Contains(err.Error(), "no token in /opt/kroxylicious/secrets/filter/vault/token") {
+		t.Errorf("New without the token file: %v", err)
+	}
+	if err := filter.Check("RecordEncryption", json.RawMessage(`{"kms":"Foo","selector":"Bar"}`)); err == nil || !strings.Contains(err.Error(), `"Foo" is not a KMS`) {
+		t.Errorf("the seed's placeholder kms passed the check: %v", err)
+	}
+}

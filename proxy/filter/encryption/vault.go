@@ -62,7 +62,8 @@ func (p password) read() (string, error) {
 // instead of holding the connection.
 const vaultTimeout = 10 * time.Second
 
-func newVaultKMS(raw json.RawMessage) (*VaultKMS, error) {
+// newVaultKMS reads kmsConfig; without readFiles it checks its shape only.
+func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
 	var cfg vaultConfig
 	if err := strictJSON(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("kmsConfig: %w", err)
@@ -71,15 +72,21 @@ func newVaultKMS(raw json.RawMessage) (*VaultKMS, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("kmsConfig.vaultTransitEngineUrl: %q is not an http(s) URL such as https://vault:8200/v1/transit", cfg.VaultTransitEngineURL)
 	}
+	if cfg.VaultToken == (password{}) {
+		return nil, fmt.Errorf("kmsConfig.vaultToken: no token: give passwordFile (a $(secretFile:…)) or password")
+	}
+	if cfg.TLS != nil && len(cfg.TLS.Key) > 0 && string(cfg.TLS.Key) != "null" {
+		return nil, fmt.Errorf("kmsConfig.tls.key: TLS client certificates to Vault are not implemented by kafkalink-proxy; use the token")
+	}
+	if !readFiles {
+		return nil, nil
+	}
 	token, err := cfg.VaultToken.read()
 	if err != nil || token == "" {
-		return nil, fmt.Errorf("kmsConfig.vaultToken: no token (passwordFile or password): %v", err)
+		return nil, fmt.Errorf("kmsConfig.vaultToken: no token in %s: %v", cfg.VaultToken.PasswordFile, err)
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.TLS != nil {
-		if len(cfg.TLS.Key) > 0 && string(cfg.TLS.Key) != "null" {
-			return nil, fmt.Errorf("kmsConfig.tls.key: TLS client certificates to Vault are not implemented by kafkalink-proxy; use the token")
-		}
 		if t := cfg.TLS.Trust; t != nil {
 			if tlsConfig.RootCAs, err = trustPool(t.StoreFile, t.StoreType, t.StorePassword); err != nil && !t.Insecure {
 				return nil, fmt.Errorf("kmsConfig.tls.trust: %w", err)

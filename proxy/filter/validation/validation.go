@@ -41,8 +41,8 @@ const Type = "RecordValidation"
 const errInvalidRecord int16 = 87
 
 func init() {
-	filter.Register(Type, New)
-	filter.Register("io.kroxylicious.proxy.filter.validation.RecordValidation", New)
+	filter.Register(Type, New, checkConfig)
+	filter.Register("io.kroxylicious.proxy.filter.validation.RecordValidation", New, checkConfig)
 }
 
 // Config is the filter's configuration.
@@ -86,7 +86,15 @@ type validator struct {
 }
 
 // New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) {
+func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, true) }
+
+// checkConfig is New without reading schema files: the operator's check of a configuration.
+func checkConfig(raw json.RawMessage) error {
+	_, err := build(raw, false)
+	return err
+}
+
+func build(raw json.RawMessage, readFiles bool) (*validator, error) {
 	var cfg Config
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -95,7 +103,7 @@ func New(raw json.RawMessage) (filter.Filter, error) {
 	}
 	v := &validator{topics: map[string][2]*check{}}
 	for i, r := range cfg.Rules {
-		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i))
+		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i), readFiles)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +115,7 @@ func New(raw json.RawMessage) (filter.Filter, error) {
 		}
 	}
 	if cfg.DefaultRule != nil {
-		pair, err := compileRule(*cfg.DefaultRule, "defaultRule")
+		pair, err := compileRule(*cfg.DefaultRule, "defaultRule", readFiles)
 		if err != nil {
 			return nil, err
 		}
@@ -119,13 +127,13 @@ func New(raw json.RawMessage) (filter.Filter, error) {
 	return v, nil
 }
 
-func compileRule(r Rule, path string) ([2]*check, error) {
+func compileRule(r Rule, path string, readFiles bool) ([2]*check, error) {
 	var out [2]*check
 	for i, br := range []*BytesRule{r.KeyRule, r.ValueRule} {
 		if br == nil {
 			continue
 		}
-		c, err := compileBytesRule(br, path+[]string{".keyRule", ".valueRule"}[i])
+		c, err := compileBytesRule(br, path+[]string{".keyRule", ".valueRule"}[i], readFiles)
 		if err != nil {
 			return out, err
 		}
@@ -134,12 +142,15 @@ func compileRule(r Rule, path string) ([2]*check, error) {
 	return out, nil
 }
 
-func compileBytesRule(br *BytesRule, path string) (*check, error) {
+func compileBytesRule(br *BytesRule, path string, readFiles bool) (*check, error) {
 	if len(br.SchemaValidationConfig) > 0 {
 		return nil, fmt.Errorf("%s.schemaValidationConfig: schemas in an Apicurio Registry are not supported; give the schema inline (jsonSchema) or as a file (jsonSchemaFile, from a $(secretFile:…) placeholder)", path)
 	}
 	c := &check{allowNulls: br.AllowNulls == nil || *br.AllowNulls, allowEmpty: br.AllowEmpty, json: br.SyntacticallyCorrectJSON != nil}
 	schema := br.JSONSchema
+	if br.JSONSchemaFile != "" && !readFiles {
+		return c, nil
+	}
 	if br.JSONSchemaFile != "" {
 		b, err := os.ReadFile(br.JSONSchemaFile)
 		if err != nil {

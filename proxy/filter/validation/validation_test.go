@@ -94,6 +94,17 @@ func TestValidationRefusesUnsupportedConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", cfg, err, want)
 		}
+		// The operator's check sees the same, except files, which only the proxy's pod has.
+		err = filter.Check(Type, []byte(cfg))
+		if want == "jsonSchemaFile" {
+			if err != nil {
+				t.Errorf("check of %s read the schema file: %v", cfg, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check of %s: %v, want %q", cfg, err, want)
+		}
 	}
 }
 
