@@ -1,11 +1,16 @@
 // Command bench measures kafkalink-proxy against direct connections, in one process and one
 // run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and process
-// CPU per MiB moved, for four paths:
+// CPU per MiB moved, for six paths:
 //
 //   - direct plain: kgo to kfake;
 //   - proxy plain: kgo to the proxy (plain listener, port per broker) to the same kfake;
 //   - direct TLS: kgo to a kfake that serves TLS;
-//   - proxy TLS: kgo over TLS (real SNI) to the proxy, plain upstream to the plain kfake.
+//   - proxy TLS: kgo over TLS (real SNI) to the proxy, plain upstream to the plain kfake;
+//   - proxy TLS + filter chain: the same through a virtual cluster with a RecordValidation
+//     filter whose rule is for another topic, so every Produce and Fetch is decoded and
+//     re-encoded by the chain and nothing else: the cost of having filters at all;
+//   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
+//     encrypted on produce and decrypted on fetch.
 //
 // Run it with: go run ./proxy/bench [-mib 256] [-rounds 3]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
@@ -31,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +51,7 @@ import (
 type path struct {
 	name string
 	opts []kgo.Opt
+	base int // the row this one is compared with
 }
 
 type result struct {
@@ -53,7 +60,7 @@ type result struct {
 
 func main() {
 	mib := flag.Int("mib", 256, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 5, "rounds over the four paths; the table shows the median")
+	rounds := flag.Int("rounds", 5, "rounds over the six paths; the table shows the median")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -108,6 +115,10 @@ func run(mib, rounds, latN int) error {
 	}
 	defer tlsK.Close()
 
+	keks := filepath.Join(dir, "keks")
+	if err := writeKEKs(keks, rounds, 6); err != nil {
+		return err
+	}
 	ports := freePorts(4)
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
@@ -121,9 +132,21 @@ listeners:
   keyPairs: [{certificateFile: %s, privateKeyFile: %s}]
 virtualClusters:
 - {name: plain, listener: plain, bootstrapHost: plain-bootstrap.bench.test, brokerPattern: plain-broker-$(nodeId).bench.test, targetBootstrap: %q}
-- {name: tls, listener: tls, bootstrapHost: tls-bootstrap.bench.test, brokerPattern: tls-broker-$(nodeId).bench.test, targetBootstrap: %q}
-management: {port: %d, bindAddress: 127.0.0.1}
-`, ports[0], ports[1], ports[2], certFile, keyFile, plain.ListenAddrs()[0], plain.ListenAddrs()[0], ports[3])
+- {name: tls, listener: tls, bootstrapHost: tls-bootstrap.bench.test, brokerPattern: tls-broker-$(nodeId).bench.test, targetBootstrap: %[7]q}
+- name: chain
+  listener: tls
+  bootstrapHost: chain-bootstrap.bench.test
+  brokerPattern: chain-broker-$(nodeId).bench.test
+  targetBootstrap: %[7]q
+  filters: [{name: v, type: RecordValidation, config: {rules: [{topicNames: [not-benched], valueRule: {syntacticallyCorrectJson: {}}}]}}]
+- name: enc
+  listener: tls
+  bootstrapHost: enc-bootstrap.bench.test
+  brokerPattern: enc-broker-$(nodeId).bench.test
+  targetBootstrap: %[7]q
+  filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
+management: {port: %[8]d, bindAddress: 127.0.0.1}
+`, ports[0], ports[1], ports[2], certFile, keyFile, plain.ListenAddrs()[0], plain.ListenAddrs()[0], ports[3], keks)
 	cfgPath := filepath.Join(dir, "proxy.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
@@ -152,11 +175,16 @@ management: {port: %d, bindAddress: 127.0.0.1}
 			return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
 		}
 	}
+	viaTLS := func(vc string) []kgo.Opt {
+		return []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("%s-bootstrap.bench.test:%d", vc, ports[2])), kgo.Dialer(toLoopback(true))}
+	}
 	paths := []path{
-		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}},
-		{"proxy TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("tls-bootstrap.bench.test:%d", ports[2])), kgo.Dialer(toLoopback(true))}},
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 0},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 2},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 2},
+		{"proxy TLS + filter chain", viaTLS("chain"), 3},
+		{"proxy TLS + encryption", viaTLS("enc"), 3},
 	}
 	steal0, total0 := cpuSteal()
 	all := make([][]result, len(paths))
@@ -176,17 +204,14 @@ management: {port: %d, bindAddress: 127.0.0.1}
 		med[i] = median(all[i])
 	}
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n\n", mib, rounds, latN, runtimeProcs())
-	fmt.Println("| path | produce MiB/s | fetch MiB/s | fetch vs direct | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| path | produce MiB/s | fetch MiB/s | compared with | produce vs | fetch vs | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for i, p := range paths {
-		base := med[i]
-		if i%2 == 1 {
-			base = med[i-1]
-		}
-		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch,
-			100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
+		base := med[p.base]
+		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
+			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
 	}
-	fmt.Println("\nproxy rows compare with the direct row above them (proxy TLS with direct TLS). CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
 	if steal1, total1 := cpuSteal(); total1 > total0 {
 		// On a virtual machine the hypervisor may run others on "our" cores; every path then
 		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
@@ -197,6 +222,28 @@ management: {port: %d, bindAddress: 127.0.0.1}
 	return nil
 }
 
+// writeKEKs writes a KEK for every topic the benchmark produces to (bench-<round>-<path>), for
+// the encryption path's Secret KMS.
+func writeKEKs(dir string, rounds, paths int) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for r := range rounds {
+		for i := range paths {
+			kek := make([]byte, 32)
+			_, _ = rand.Read(kek)
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("KEK_bench-%d-%d", r, i)), kek, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// batchMaxBytes is the producers' batch size on every path: under kfake's 1 MiB message limit
+// with room for what encryption adds to each record (docs/record-encryption.md).
+const batchMaxBytes = 900 << 10
+
 func measure(p path, topic string, mib, latN int) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -206,7 +253,7 @@ func measure(p path, topic string, mib, latN int) (result, error) {
 	n := mib * 1024 * 1024 / len(value)
 
 	prod, err := kgo.NewClient(append(p.opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
+		kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
 	if err != nil {
 		return res, err
 	}
@@ -216,11 +263,19 @@ func measure(p path, topic string, mib, latN int) (result, error) {
 	}
 	cpu0 := cpuTime()
 	start := time.Now()
+	var produceErr atomic.Value
 	for i := 0; i < n; i++ {
-		prod.Produce(ctx, &kgo.Record{Value: value}, nil)
+		prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				produceErr.CompareAndSwap(nil, err)
+			}
+		})
 	}
 	if err := prod.Flush(ctx); err != nil {
 		return res, err
+	}
+	if err, _ := produceErr.Load().(error); err != nil {
+		return res, fmt.Errorf("produce: %w", err)
 	}
 	el := time.Since(start).Seconds()
 	res.produce = float64(mib) / el
