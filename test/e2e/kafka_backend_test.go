@@ -258,7 +258,8 @@ func (e *env) setNodeIDs(ids []int64) {
 	}
 }
 
-// waitRouteResolved waits until the route is Accepted with its references resolved.
+// waitRouteResolved waits until the route's current generation is Accepted with its references
+// resolved.
 func (e *env) waitRouteResolved() {
 	e.t.Helper()
 	e.eventually("the route to be Accepted with its references resolved", func() (bool, string) {
@@ -270,8 +271,8 @@ func (e *env) waitRouteResolved() {
 		ok := true
 		for _, ct := range []string{"Accepted", "ResolvedRefs"} {
 			c := meta.FindStatusCondition(r.Status.Parents[0].Conditions, ct)
-			if c == nil || c.Status != metav1.ConditionTrue {
-				ok = false
+			if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != r.Generation {
+				ok = false // not yet, or not yet for the route's latest spec
 			}
 			if c != nil {
 				detail = append(detail, ct+"="+string(c.Status)+" "+c.Reason+": "+c.Message)
