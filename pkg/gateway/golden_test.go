@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,6 +26,7 @@ import (
 	"github.com/kafkalink/kafkalink/internal/golden"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/proxy/config"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
 
 // testEnvironment is the optional "kind: Environment" document of a case.

@@ -82,8 +82,11 @@ func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
 		return nil, nil
 	}
 	token, err := cfg.VaultToken.read()
-	if err != nil || token == "" {
-		return nil, fmt.Errorf("kmsConfig.vaultToken: no token in %s: %v", cfg.VaultToken.PasswordFile, err)
+	if err != nil {
+		return nil, fmt.Errorf("kmsConfig.vaultToken: no token in %s: %w", cfg.VaultToken.PasswordFile, err)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("kmsConfig.vaultToken: the token is empty")
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.TLS != nil {
