@@ -9,6 +9,8 @@ tree=${OUTPUT_ROOT:-$root}
 module=github.com/kafkalink/kafkalink
 cd "$tree"
 
+# A fresh clone has no module cache yet: `go list -m` then names no folder.
+go mod download k8s.io/code-generator
 codegen_root=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # kube_codegen.sh `go install`s the generators; keep them out of the user's GOPATH/bin.
 export GOBIN="$root/_output/tools"
