@@ -359,9 +359,11 @@ func anyEncrypted(b *records.Batch) bool {
 	return false
 }
 
+// encryptedHeader is the index of the filter's header: the last one with its key, since the
+// filter appends it after the record's own headers (which could use the same key).
 func encryptedHeader(r kmsg.Record) int {
-	for i, h := range r.Headers {
-		if h.Key == HeaderKey {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == HeaderKey {
 			return i
 		}
 	}
@@ -426,6 +428,9 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	plain, err := aead.Open(nil, v[:aead.NonceSize()], v[aead.NonceSize():], aad(topic))
 	if err != nil {
 		return fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
+	}
+	if plain == nil {
+		plain = []byte{} // an empty value, not a tombstone: GCM returns nil for no plaintext
 	}
 	r.Value = plain
 	r.Headers = append(r.Headers[:hi], r.Headers[hi+1:]...)
