@@ -12,7 +12,8 @@
 //   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
 //     encrypted on produce and decrypted on fetch.
 //
-// Run it with: go run ./proxy/bench [-mib 256] [-rounds 3]. It is a benchmark, not a test:
+// One table per record size and producer compression (-sizes, -codecs). Run it with:
+// go run ./proxy/bench [-mib 128] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
 
@@ -58,9 +59,21 @@ type result struct {
 	produce, fetch, p50, p99, cpuPerMiB float64
 }
 
+// workload is the records of one table: their size and the producer's compression.
+type workload struct {
+	size  int
+	codec string
+}
+
+// codecs are the -codecs names.
+var codecs = map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip": kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
+
 func main() {
-	mib := flag.Int("mib", 256, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 5, "rounds over the six paths; the table shows the median")
+	mib := flag.Int("mib", 128, "MiB produced and fetched per path and round")
+	rounds := flag.Int("rounds", 3, "rounds over the six paths; the table shows the median")
+	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
+	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -73,14 +86,25 @@ func main() {
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*mib, *rounds, *latN); err != nil {
+	var loads []workload
+	for _, c := range strings.Split(*codecList, ",") {
+		for _, sz := range strings.Split(*sizes, ",") {
+			n, err := strconv.Atoi(sz)
+			if _, ok := codecs[c]; err != nil || n < 100 || !ok {
+				fmt.Fprintf(os.Stderr, "bad -sizes %q or -codecs %q\n", sz, c)
+				os.Exit(2)
+			}
+			loads = append(loads, workload{n, c})
+		}
+	}
+	if err := run(loads, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(mib, rounds, latN int) error {
+func run(loads []workload, mib, rounds, latN int) error {
 	dir, err := os.MkdirTemp("", "kafkalink-bench")
 	if err != nil {
 		return err
@@ -116,7 +140,7 @@ func run(mib, rounds, latN int) error {
 	defer tlsK.Close()
 
 	keks := filepath.Join(dir, "keks")
-	if err := writeKEKs(keks, rounds, 6); err != nil {
+	if err := writeKEKs(keks, len(loads)*rounds*6); err != nil {
 		return err
 	}
 	ports := freePorts(4)
@@ -187,31 +211,25 @@ management: {port: %[8]d, bindAddress: 127.0.0.1}
 		{"proxy TLS + encryption", viaTLS("enc"), 3},
 	}
 	steal0, total0 := cpuSteal()
-	all := make([][]result, len(paths))
-	for r := 0; r < rounds; r++ {
-		for i, p := range paths {
-			res, err := measure(p, fmt.Sprintf("bench-%d-%d", r, i), mib, latN)
-			if err != nil {
-				return fmt.Errorf("%s: %w", p.name, err)
+	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
+	topics := 0
+	for _, w := range loads {
+		all := make([][]result, len(paths))
+		for r := 0; r < rounds; r++ {
+			for i, p := range paths {
+				res, err := measure(p, fmt.Sprintf("bench-%d", topics), mib, latN, w)
+				topics++
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				all[i] = append(all[i], res)
+				fmt.Fprintf(os.Stderr, "%d B %s round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
+					w.size, w.codec, r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
 			}
-			all[i] = append(all[i], res)
-			fmt.Fprintf(os.Stderr, "round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
-				r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
 		}
+		printTable(w, paths, all)
 	}
-	med := make([]result, len(paths))
-	for i := range paths {
-		med[i] = median(all[i])
-	}
-	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n\n", mib, rounds, latN, runtimeProcs())
-	fmt.Println("| path | produce MiB/s | fetch MiB/s | compared with | produce vs | fetch vs | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	for i, p := range paths {
-		base := med[p.base]
-		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
-			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
-	}
-	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
 	if steal1, total1 := cpuSteal(); total1 > total0 {
 		// On a virtual machine the hypervisor may run others on "our" cores; every path then
 		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
@@ -222,38 +240,59 @@ management: {port: %[8]d, bindAddress: 127.0.0.1}
 	return nil
 }
 
-// writeKEKs writes a KEK for every topic the benchmark produces to (bench-<round>-<path>), for
+// printTable prints one workload's medians.
+func printTable(w workload, paths []path, all [][]result) {
+	med := make([]result, len(paths))
+	for i := range paths {
+		med[i] = median(all[i])
+	}
+	fmt.Printf("\n%d-byte records, compression %s:\n\n", w.size, w.codec)
+	fmt.Println("| path | produce MiB/s | fetch MiB/s | compared with | produce vs | fetch vs | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for i, p := range paths {
+		base := med[p.base]
+		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
+			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
+	}
+}
+
+// writeKEKs writes a KEK for every topic the benchmark produces to (bench-0 … bench-<n-1>), for
 // the encryption path's Secret KMS.
-func writeKEKs(dir string, rounds, paths int) error {
+func writeKEKs(dir string, n int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	for r := range rounds {
-		for i := range paths {
-			kek := make([]byte, 32)
-			_, _ = rand.Read(kek)
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("KEK_bench-%d-%d", r, i)), kek, 0o600); err != nil {
-				return err
-			}
+	for i := range n {
+		kek := make([]byte, 32)
+		_, _ = rand.Read(kek)
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("KEK_bench-%d", i)), kek, 0o600); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// recordValue is a value of size bytes, a quarter random and the rest text, so that compression
+// has something to do, as with real records.
+func recordValue(size int) []byte {
+	v := []byte(strings.Repeat("kafkalink record value ", size/23+1))[:size]
+	_, _ = rand.Read(v[:size/4])
+	return v
 }
 
 // batchMaxBytes is the producers' batch size on every path: under kfake's 1 MiB message limit
 // with room for what encryption adds to each record (docs/record-encryption.md).
 const batchMaxBytes = 900 << 10
 
-func measure(p path, topic string, mib, latN int) (result, error) {
+func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var res result
-	value := make([]byte, 4096)
-	_, _ = rand.Read(value)
+	value := recordValue(w.size)
 	n := mib * 1024 * 1024 / len(value)
 
 	prod, err := kgo.NewClient(append(p.opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
-		kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
+		kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.ProducerBatchCompression(codecs[w.codec]), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
 	if err != nil {
 		return res, err
 	}
@@ -284,10 +323,10 @@ func measure(p path, topic string, mib, latN int) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	if fetched < int64(n)*int64(len(value)) {
-		return res, fmt.Errorf("fetched %d bytes, produced %d", fetched, n*len(value))
+	if fetched < int64(n) {
+		return res, fmt.Errorf("fetched %d records, produced %d", fetched, n)
 	}
-	res.fetch = float64(fetched) / (1 << 20) / fel.Seconds()
+	res.fetch = float64(fetched) * float64(len(value)) / (1 << 20) / fel.Seconds()
 	res.cpuPerMiB = (cpuTime() - cpu0).Seconds() * 1000 / float64(2*mib)
 
 	lat := make([]float64, 0, latN)
@@ -317,7 +356,8 @@ func measure(p path, topic string, mib, latN int) (result, error) {
 
 // fetchAll reads every partition of topic from offset 0 to its end with sequential Fetch
 // requests of up to 64 MiB on the client's established connection to broker 0, and returns
-// the record bytes received and the time taken. kgo's consumer would buffer everything
+// the records received (the offsets fetched past: with compression, bytes would not count
+// values) and the time taken. kgo's consumer would buffer everything
 // before the first poll returns, which hides the transfer time.
 func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Duration, error) {
 	mreq := kmsg.NewPtrMetadataRequest()
@@ -363,8 +403,8 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 				if p.ErrorCode != 0 {
 					return 0, 0, fmt.Errorf("fetch partition %d: error %d", p.Partition, p.ErrorCode)
 				}
-				total += int64(len(p.RecordBatches))
 				next := nextOffset(p.RecordBatches, offsets[p.Partition])
+				total += next - offsets[p.Partition]
 				if next >= p.HighWatermark {
 					delete(offsets, p.Partition)
 				} else {
