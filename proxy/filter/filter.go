@@ -176,14 +176,15 @@ func (c *Chain) Request(frame []byte) (forward, answer []byte, state any, err er
 			return nil, nil, nil, err
 		}
 		if x.answer != nil {
-			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer), nil, nil
+			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
 		}
 	}
 	var opts []kmsg.RequestFormatterOpt
 	if x.ClientID != nil {
 		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
 	}
-	return kmsg.NewRequestFormatter(opts...).AppendRequest(nil, x.Request, x.CorrelationID), nil, x, nil
+	out := make([]byte, 0, len(frame)+len(frame)/8) // room for what filters add
+	return kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID), nil, x, nil
 }
 
 // Response decodes the response frame of a request that went through Request, runs the filters
@@ -219,7 +220,7 @@ func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, e
 			return nil, err
 		}
 	}
-	return encodeResponse(x.CorrelationID, key, version, resp), nil
+	return encodeResponse(x.CorrelationID, key, version, resp, len(frame)), nil
 }
 
 // decodeRequest reads a whole request frame: header v1 or v2, then the body as kmsg decodes it.
@@ -281,9 +282,11 @@ func skipTags(b []byte) (int, error) {
 
 // encodeResponse frames a response: size, correlation id, an empty tag section for flexible
 // versions (ApiVersions excepted), then the body.
-func encodeResponse(corr int32, key, version int16, resp kmsg.Response) []byte {
+func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint int) []byte {
 	resp.SetVersion(version)
-	b := make([]byte, 8, 256)
+	// Sized for the frame it replaces and some growth (encryption adds to each record), so a
+	// large Fetch or Produce is not copied over and over as it grows.
+	b := make([]byte, 8, max(256, sizeHint+sizeHint/8))
 	binary.BigEndian.PutUint32(b[4:], uint32(corr))
 	if resp.IsFlexible() && key != keyApiVersions {
 		b = append(b, 0)

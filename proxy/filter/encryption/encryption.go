@@ -296,7 +296,7 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 	if err != nil || len(rest) > 0 {
 		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
-	var out []byte
+	out := make([]byte, 0, len(raw)+len(raw)/8) // encryption adds to each record
 	for _, b := range batches {
 		batch, err := records.Decode(b)
 		if err != nil {
@@ -329,7 +329,7 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
+	out := make([]byte, 0, len(raw))
 	for _, b := range batches {
 		batch, err := records.Decode(b)
 		if err != nil || !anyEncrypted(batch) {
@@ -383,7 +383,8 @@ func encryptRecord(r *kmsg.Record, kekID, topic string, d *dekState) error {
 	if _, err := randRead(nonce); err != nil {
 		return err
 	}
-	v := []byte{FormatVersion}
+	v := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(kekID)+len(d.edek)+len(nonce)+len(r.Value)+d.aead.Overhead())
+	v = append(v, FormatVersion)
 	v = binary.AppendUvarint(v, uint64(len(kekID)))
 	v = append(v, kekID...)
 	v = binary.AppendUvarint(v, uint64(len(d.edek)))
@@ -425,7 +426,9 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	if err != nil {
 		return err
 	}
-	plain, err := aead.Open(nil, v[:aead.NonceSize()], v[aead.NonceSize():], aad(topic))
+	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
+	ct := v[aead.NonceSize():]
+	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, aad(topic))
 	if err != nil {
 		return fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
 	}

@@ -96,7 +96,7 @@ func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchRes
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = topic
 	rp := kmsg.NewFetchResponseTopicPartition()
-	rp.RecordBatches = raw
+	rp.RecordBatches = bytes.Clone(raw) // each response is bytes of its own: the filter decrypts in place
 	rt.Partitions = []kmsg.FetchResponseTopicPartition{rp}
 	resp.Topics = []kmsg.FetchResponseTopic{rt}
 	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {

@@ -131,7 +131,7 @@ func Decode(raw []byte) (*Batch, error) {
 // batch's codec, then the header with its record count, length and CRC recomputed. Everything
 // else in the header is kept as it is.
 func (b *Batch) Encode() ([]byte, error) {
-	var plain []byte
+	plain := make([]byte, 0, b.sizeHint())
 	for i := range b.Records {
 		r := b.Records[i]
 		r.Length = 0
@@ -148,10 +148,23 @@ func (b *Batch) Encode() ([]byte, error) {
 	h.Records = compressed
 	h.NumRecords = int32(len(b.Records))
 	h.Length, h.CRC = 0, 0
-	out := h.AppendTo(nil)
+	out := h.AppendTo(make([]byte, 0, batchHeaderLen+len(compressed)))
 	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], castagnoli))
 	return out, nil
+}
+
+// sizeHint is about the encoded size of the batch's records: their keys, values and headers,
+// and the varints and fields around them.
+func (b *Batch) sizeHint() int {
+	n := 0
+	for _, r := range b.Records {
+		n += len(r.Key) + len(r.Value) + 24
+		for _, h := range r.Headers {
+			n += len(h.Key) + len(h.Value) + 10
+		}
+	}
+	return n
 }
 
 func decompress(c Codec, in []byte) ([]byte, error) {
