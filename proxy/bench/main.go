@@ -144,6 +144,93 @@ func run(loads []workload, mib, rounds, latN int) error {
 		return err
 	}
 	ports := freePorts(4)
+	cfgPath, err := writeProxyConfig(dir, ports, certFile, keyFile, plain.ListenAddrs()[0], keks)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
+	defer cancel()
+	srv := server.New(server.Options{ConfigPath: cfgPath})
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	for !srv.Ready() {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+
+	paths := benchPaths(plain, tlsK, pool, ports)
+	steal0, total0 := cpuSteal()
+	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
+	if err := measureAll(paths, loads, mib, rounds, latN); err != nil {
+		return err
+	}
+	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	if steal1, total1 := cpuSteal(); total1 > total0 {
+		// On a virtual machine the hypervisor may run others on "our" cores; every path then
+		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
+		fmt.Printf("host steal time during the run: %.1f%% of CPU time\n", 100*float64(steal1-steal0)/float64(total1-total0))
+	}
+	cancel()
+	<-done
+	return nil
+}
+
+// benchPaths are the six paths: clients dial the proxy's hostnames on loopback, over TLS with
+// the name as SNI where the path is TLS.
+func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int) []path {
+	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, _ := net.SplitHostPort(addr)
+			if useTLS {
+				d := &tls.Dialer{Config: &tls.Config{ServerName: host, RootCAs: pool}}
+				return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+		}
+	}
+	viaTLS := func(vc string) []kgo.Opt {
+		return []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("%s-bootstrap.bench.test:%d", vc, ports[2])), kgo.Dialer(toLoopback(true))}
+	}
+	return []path{
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 0},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 2},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 2},
+		{"proxy TLS + filter chain", viaTLS("chain"), 3},
+		{"proxy TLS + encryption", viaTLS("enc"), 3},
+	}
+}
+
+// measureAll measures every path for every workload, rounds times, and prints a table per
+// workload.
+func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
+	topics := 0
+	for _, w := range loads {
+		all := make([][]result, len(paths))
+		for r := 0; r < rounds; r++ {
+			for i, p := range paths {
+				res, err := measure(p, fmt.Sprintf("bench-%d", topics), mib, latN, w)
+				topics++
+				if err != nil {
+					return fmt.Errorf("%s: %w", p.name, err)
+				}
+				all[i] = append(all[i], res)
+				fmt.Fprintf(os.Stderr, "%d B %s round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
+					w.size, w.codec, r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
+			}
+		}
+		printTable(w, paths, all)
+	}
+	return nil
+}
+
+// writeProxyConfig writes the proxy's configuration: a plain listener (port per broker) and a
+// TLS one with four virtual clusters, all to the plain kfake at target.
+func writeProxyConfig(dir string, ports []int, certFile, keyFile, target, keks string) (string, error) {
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
 - name: plain
@@ -170,74 +257,9 @@ virtualClusters:
   targetBootstrap: %[7]q
   filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
 management: {port: %[8]d, bindAddress: 127.0.0.1}
-`, ports[0], ports[1], ports[2], certFile, keyFile, plain.ListenAddrs()[0], plain.ListenAddrs()[0], ports[3], keks)
+`, ports[0], ports[1], ports[2], certFile, keyFile, target, target, ports[3], keks)
 	cfgPath := filepath.Join(dir, "proxy.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	defer cancel()
-	srv := server.New(server.Options{ConfigPath: cfgPath})
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	for !srv.Ready() {
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-
-	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
-		return func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, port, _ := net.SplitHostPort(addr)
-			if useTLS {
-				d := &tls.Dialer{Config: &tls.Config{ServerName: host, RootCAs: pool}}
-				return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
-		}
-	}
-	viaTLS := func(vc string) []kgo.Opt {
-		return []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("%s-bootstrap.bench.test:%d", vc, ports[2])), kgo.Dialer(toLoopback(true))}
-	}
-	paths := []path{
-		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 0},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 2},
-		{"proxy TLS-down/plain-up", viaTLS("tls"), 2},
-		{"proxy TLS + filter chain", viaTLS("chain"), 3},
-		{"proxy TLS + encryption", viaTLS("enc"), 3},
-	}
-	steal0, total0 := cpuSteal()
-	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
-	topics := 0
-	for _, w := range loads {
-		all := make([][]result, len(paths))
-		for r := 0; r < rounds; r++ {
-			for i, p := range paths {
-				res, err := measure(p, fmt.Sprintf("bench-%d", topics), mib, latN, w)
-				topics++
-				if err != nil {
-					return fmt.Errorf("%s: %w", p.name, err)
-				}
-				all[i] = append(all[i], res)
-				fmt.Fprintf(os.Stderr, "%d B %s round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
-					w.size, w.codec, r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
-			}
-		}
-		printTable(w, paths, all)
-	}
-	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
-	if steal1, total1 := cpuSteal(); total1 > total0 {
-		// On a virtual machine the hypervisor may run others on "our" cores; every path then
-		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
-		fmt.Printf("host steal time during the run: %.1f%% of CPU time\n", 100*float64(steal1-steal0)/float64(total1-total0))
-	}
-	cancel()
-	<-done
-	return nil
+	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }
 
 // printTable prints one workload's medians.
