@@ -296,7 +296,7 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 	if err != nil || len(rest) > 0 {
 		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
-	out := make([]byte, 0, len(raw)+len(raw)/8) // encryption adds to each record
+	var out []byte
 	for _, b := range batches {
 		batch, err := records.Decode(b)
 		if err != nil {
@@ -318,6 +318,9 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 		enc, err := batch.Encode()
 		if err != nil {
 			return nil, err
+		}
+		if len(batches) == 1 {
+			return enc, nil // the usual case: no copy
 		}
 		out = append(out, enc...)
 	}

@@ -131,27 +131,62 @@ func Decode(raw []byte) (*Batch, error) {
 // batch's codec, then the header with its record count, length and CRC recomputed. Everything
 // else in the header is kept as it is.
 func (b *Batch) Encode() ([]byte, error) {
-	plain := make([]byte, 0, b.sizeHint())
-	for i := range b.Records {
-		r := b.Records[i]
-		r.Length = 0
-		body := r.AppendTo(nil)
-		_, n := binary.Varint(body) // the zero length written above
-		r.Length = int32(len(body) - n)
-		plain = r.AppendTo(plain)
-	}
-	compressed, err := compress(b.Codec(), plain)
-	if err != nil {
-		return nil, err
-	}
 	h := b.Header
-	h.Records = compressed
+	h.Records = nil
 	h.NumRecords = int32(len(b.Records))
 	h.Length, h.CRC = 0, 0
-	out := h.AppendTo(make([]byte, 0, batchHeaderLen+len(compressed)))
+	out := h.AppendTo(make([]byte, 0, batchHeaderLen+b.sizeHint()))
+	// Uncompressed records go straight after the header; others are compressed there.
+	plain := out
+	if b.Codec() != CodecNone {
+		plain = make([]byte, 0, b.sizeHint())
+	}
+	for i := range b.Records {
+		r := b.Records[i]
+		r.Length = int32(recordBodyLen(&r))
+		plain = r.AppendTo(plain)
+	}
+	if b.Codec() == CodecNone {
+		out = plain
+	} else {
+		compressed, err := compress(b.Codec(), plain)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, compressed...)
+	}
 	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], castagnoli))
 	return out, nil
+}
+
+// recordBodyLen is the size of a record after its length field, as kmsg.Record.AppendTo
+// writes it, computed rather than written out (records are large; writing each one twice
+// was most of the cost of re-encoding a batch).
+func recordBodyLen(r *kmsg.Record) int {
+	ts := r.TimestampDelta64
+	if ts == 0 {
+		ts = int64(r.TimestampDelta)
+	}
+	n := 1 + varintLen(ts) + varintLen(int64(r.OffsetDelta)) + bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return n
+}
+
+// varintLen is the size of v as a zigzag varint.
+func varintLen(v int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], v)
+}
+
+// bytesLen is the size of b as Kafka's varint-length bytes (length -1 for null).
+func bytesLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
 }
 
 // sizeHint is about the encoded size of the batch's records: their keys, values and headers,
