@@ -223,7 +223,7 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 		}
 	}
 	if check := t.s.Env.CheckFilter; check != nil {
-		if err := check(kf.Spec.Type, cfg); err != nil {
+		if err := check(kf.Spec.Type, cfg, t.filterFiles(kf.Namespace, refs)); err != nil {
 			return config.Filter{}, &refProblem{ReasonInvalidFilterConfig, fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
 		}
 	}
@@ -232,6 +232,20 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 		fx.filterSecret[r.Secret] = true
 	}
 	return config.Filter{Name: kf.Name, Type: kf.Spec.Type, Config: json.RawMessage(cfg)}, nil
+}
+
+// filterFiles is what the proxy's pod will find under the filter Secrets' mounts: each
+// referenced Secret's keys, by path.
+func (t *translator) filterFiles(ns string, refs []FilterSecretRef) map[string][]byte {
+	files := map[string][]byte{}
+	for _, r := range refs {
+		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: r.Secret}]; secret != nil {
+			for k, v := range secret.Data {
+				files[FilterSecretsDir+"/"+r.Secret+"/"+k] = v
+			}
+		}
+	}
+	return files
 }
 
 // upstreamTLS finds the KafkaBackendTLSPolicy of a backend Service port: the oldest policy that

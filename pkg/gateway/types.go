@@ -152,8 +152,9 @@ type Environment struct {
 	// filter of another type is not served: the proxy would refuse the whole virtual cluster.
 	FilterTypes []string
 	// CheckFilter checks a KafkaFilter's configuration, with Secret placeholders already paths,
-	// as the proxy would at start but without reading those files; nil checks nothing.
-	CheckFilter func(typ string, config []byte) error
+	// as the proxy would at start, given the content those paths will have (files, by path);
+	// nil checks nothing.
+	CheckFilter func(typ string, config []byte, files map[string][]byte) error
 	// OpenShiftRoutes reports whether route.openshift.io/v1 Route is served.
 	OpenShiftRoutes bool
 	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.

@@ -87,9 +87,9 @@ type Options struct {
 	// ProxyFilterTypes are the KafkaFilter types the proxy image implements: by default
 	// kafkalink-proxy's (package filter/all); a different proxy image may implement others.
 	ProxyFilterTypes []string
-	// CheckFilter checks a KafkaFilter's configuration as kafkalink-proxy would (without the
-	// files it names); a type kafkalink-proxy does not implement is not checked.
-	CheckFilter func(typ string, config []byte) error
+	// CheckFilter checks a KafkaFilter's configuration as kafkalink-proxy would at start, with
+	// the content of the files it names; a type kafkalink-proxy does not implement is not checked.
+	CheckFilter func(typ string, config []byte, files map[string][]byte) error
 	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
 	// objects; nil allows any.
 	AllowedMetadataPrefixes []string

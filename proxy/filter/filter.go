@@ -28,10 +28,15 @@ type Filter interface {
 // Factory builds a filter from its configuration (the KafkaFilter's config, as JSON).
 type Factory func(config json.RawMessage) (Filter, error)
 
-// Checker checks a filter's configuration without reading the files it names (the operator has
-// not got them): the operator runs it so that a route reports a wrong configuration in its status
-// instead of the proxy refusing the virtual cluster.
-type Checker func(config json.RawMessage) error
+// ReadFile reads a file a filter's configuration names: os.ReadFile in the proxy, the content
+// of the referenced Secrets in the operator.
+type ReadFile func(path string) ([]byte, error)
+
+// Checker checks a filter's configuration as its Factory would, reading the files it names with
+// readFile and opening no connection: the operator runs it, with the Secrets the placeholders
+// name, so that a route reports a wrong configuration in its status instead of the proxy
+// refusing the virtual cluster.
+type Checker func(config json.RawMessage, readFile ReadFile) error
 
 type registration struct {
 	factory Factory
@@ -52,14 +57,14 @@ func Register(typ string, f Factory, check Checker) {
 
 // Check checks a configuration of a filter type this proxy implements; a type it does not
 // implement (another proxy image's) is not checked.
-func Check(typ string, config json.RawMessage) error {
+func Check(typ string, config json.RawMessage, readFile ReadFile) error {
 	registryMu.RLock()
 	r := registry[typ]
 	registryMu.RUnlock()
 	if r.check == nil {
 		return nil
 	}
-	return r.check(config)
+	return r.check(config, readFile)
 }
 
 // Types lists the filter types this proxy implements, sorted: the operator's default

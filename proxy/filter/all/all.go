@@ -3,6 +3,8 @@
 package all
 
 import (
+	"io/fs"
+
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
@@ -12,6 +14,14 @@ import (
 // Types lists the filter types of kafkalink-proxy.
 func Types() []string { return filter.Types() }
 
-// Check checks a filter configuration as kafkalink-proxy would at start, without reading the
-// files it names; a type kafkalink-proxy does not implement is not checked.
-func Check(typ string, config []byte) error { return filter.Check(typ, config) }
+// Check checks a filter configuration as kafkalink-proxy would at start, with files (by path)
+// the content the proxy's pod will have; a type kafkalink-proxy does not implement is not
+// checked.
+func Check(typ string, config []byte, files map[string][]byte) error {
+	return filter.Check(typ, config, func(path string) ([]byte, error) {
+		if b, ok := files[path]; ok {
+			return b, nil
+		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	})
+}

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -100,16 +101,16 @@ type kekEntry struct {
 }
 
 // New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, true) }
+func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, os.ReadFile) }
 
-// checkConfig is New without reading the files the configuration names (the Vault token and
-// trust store): the operator's check of a configuration.
-func checkConfig(raw json.RawMessage) error {
-	_, err := build(raw, false)
+// checkConfig is New with the operator's files (the Vault token and trust store): its check of
+// a configuration. It opens no connection.
+func checkConfig(raw json.RawMessage, readFile filter.ReadFile) error {
+	_, err := build(raw, readFile)
 	return err
 }
 
-func build(raw json.RawMessage, readFiles bool) (*encryptor, error) {
+func build(raw json.RawMessage, readFile filter.ReadFile) (*encryptor, error) {
 	var cfg Config
 	if err := strictJSON(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -125,7 +126,7 @@ func build(raw json.RawMessage, readFiles bool) (*encryptor, error) {
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
 	case KMSVault:
-		v, err := newVaultKMS(cfg.KMSConfig, readFiles)
+		v, err := newVaultKMS(cfg.KMSConfig, readFile)
 		if err != nil {
 			return nil, err
 		}

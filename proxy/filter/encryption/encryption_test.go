@@ -321,17 +321,29 @@ func mustDecode(t testing.TB, raw []byte) *records.Batch {
 	return b
 }
 
-// TestCheckReadsNoFiles: the operator's check refuses what the configuration itself gets wrong,
-// and leaves files (which only the proxy's pod has) to the proxy.
-func TestCheckReadsNoFiles(t *testing.T) {
-	vault := `{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://vault:8200/v1/transit","vaultToken":{"passwordFile":"/opt/kroxylicious/secrets/filter/vault/token"},"tls":{"trust":{"storeFile":"/opt/kroxylicious/secrets/filter/ca/ca.crt","storeType":"PEM"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`
-	if err := filter.Check("io.kroxylicious.filter.encryption.RecordEncryption", json.RawMessage(vault)); err != nil {
-		t.Errorf("check: %v", err)
+// TestCheckReadsTheOperatorsFiles: the operator's check reads the files a configuration names
+// from what it is given (the referenced Secrets), not from its own disk, and opens no
+// connection; it refuses what the proxy would refuse at start.
+func TestCheckReadsTheOperatorsFiles(t *testing.T) {
+	vault := `{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://vault.invalid:8200/v1/transit","vaultToken":{"passwordFile":"/opt/kroxylicious/secrets/filter/vault/token"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`
+	files := func(m map[string]string) filter.ReadFile {
+		return func(p string) ([]byte, error) {
+			if v, ok := m[p]; ok {
+				return []byte(v), nil
+			}
+			return nil, os.ErrNotExist
+		}
 	}
-	if _, err := New(json.RawMessage(vault)); err == nil || !strings.Contains(err.Error(), "no token in /opt/kroxylicious/secrets/filter/vault/token") {
-		t.Errorf("New without the token file: %v", err)
+	typ := "io.kroxylicious.filter.encryption.RecordEncryption"
+	if err := filter.Check(typ, json.RawMessage(vault), files(map[string]string{"/opt/kroxylicious/secrets/filter/vault/token": "hvs.x"})); err != nil {
+		t.Errorf("check with the token: %v", err)
 	}
-	if err := filter.Check("RecordEncryption", json.RawMessage(`{"kms":"Foo","selector":"Bar"}`)); err == nil || !strings.Contains(err.Error(), `"Foo" is not a KMS`) {
+	for name, m := range map[string]map[string]string{"no token file": {}, "an empty token": {"/opt/kroxylicious/secrets/filter/vault/token": " \n"}} {
+		if err := filter.Check(typ, json.RawMessage(vault), files(m)); err == nil || !strings.Contains(err.Error(), "vaultToken") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := filter.Check("RecordEncryption", json.RawMessage(`{"kms":"Foo","selector":"Bar"}`), files(nil)); err == nil || !strings.Contains(err.Error(), `"Foo" is not a KMS`) {
 		t.Errorf("the seed's placeholder kms passed the check: %v", err)
 	}
 }

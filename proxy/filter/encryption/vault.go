@@ -11,11 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	"software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kafkalink/kafkalink/proxy/filter"
 )
 
 // VaultKMS is HashiCorp Vault's (or OpenBao's) transit secrets engine: KEKs are transit keys,
@@ -50,11 +51,11 @@ type password struct {
 	PasswordFile string `json:"passwordFile"`
 }
 
-func (p password) read() (string, error) {
+func (p password) read(readFile filter.ReadFile) (string, error) {
 	if p.PasswordFile == "" {
 		return p.Password, nil
 	}
-	b, err := os.ReadFile(p.PasswordFile)
+	b, err := readFile(p.PasswordFile)
 	return strings.TrimSpace(string(b)), err
 }
 
@@ -62,8 +63,8 @@ func (p password) read() (string, error) {
 // instead of holding the connection.
 const vaultTimeout = 10 * time.Second
 
-// newVaultKMS reads kmsConfig; without readFiles it checks its shape only.
-func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
+// newVaultKMS reads kmsConfig and the files it names.
+func newVaultKMS(raw json.RawMessage, readFile filter.ReadFile) (*VaultKMS, error) {
 	var cfg vaultConfig
 	if err := strictJSON(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("kmsConfig: %w", err)
@@ -78,10 +79,7 @@ func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
 	if cfg.TLS != nil && len(cfg.TLS.Key) > 0 && string(cfg.TLS.Key) != "null" {
 		return nil, fmt.Errorf("kmsConfig.tls.key: TLS client certificates to Vault are not implemented by kafkalink-proxy; use the token")
 	}
-	if !readFiles {
-		return nil, nil
-	}
-	token, err := cfg.VaultToken.read()
+	token, err := cfg.VaultToken.read(readFile)
 	if err != nil {
 		return nil, fmt.Errorf("kmsConfig.vaultToken: no token in %s: %w", cfg.VaultToken.PasswordFile, err)
 	}
@@ -91,7 +89,7 @@ func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.TLS != nil {
 		if t := cfg.TLS.Trust; t != nil {
-			if tlsConfig.RootCAs, err = trustPool(t.StoreFile, t.StoreType, t.StorePassword); err != nil && !t.Insecure {
+			if tlsConfig.RootCAs, err = trustPool(t.StoreFile, t.StoreType, t.StorePassword, readFile); err != nil && !t.Insecure {
 				return nil, fmt.Errorf("kmsConfig.tls.trust: %w", err)
 			}
 			tlsConfig.InsecureSkipVerify = t.Insecure //nolint:gosec // the user's explicit choice, as in Kroxylicious
@@ -103,11 +101,11 @@ func newVaultKMS(raw json.RawMessage, readFiles bool) (*VaultKMS, error) {
 }
 
 // trustPool reads CA certificates from a PEM file or a PKCS#12 trust store.
-func trustPool(file, storeType string, pw *password) (*x509.CertPool, error) {
+func trustPool(file, storeType string, pw *password, readFile filter.ReadFile) (*x509.CertPool, error) {
 	if file == "" {
 		return nil, fmt.Errorf("storeFile is empty")
 	}
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +118,7 @@ func trustPool(file, storeType string, pw *password) (*x509.CertPool, error) {
 	case "", "PKCS12":
 		pass := ""
 		if pw != nil {
-			if pass, err = pw.read(); err != nil {
+			if pass, err = pw.read(readFile); err != nil {
 				return nil, err
 			}
 		}

@@ -86,15 +86,15 @@ type validator struct {
 }
 
 // New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, true) }
+func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, os.ReadFile) }
 
-// checkConfig is New without reading schema files: the operator's check of a configuration.
-func checkConfig(raw json.RawMessage) error {
-	_, err := build(raw, false)
+// checkConfig is New with the operator's files: its check of a configuration.
+func checkConfig(raw json.RawMessage, readFile filter.ReadFile) error {
+	_, err := build(raw, readFile)
 	return err
 }
 
-func build(raw json.RawMessage, readFiles bool) (*validator, error) {
+func build(raw json.RawMessage, readFile filter.ReadFile) (*validator, error) {
 	var cfg Config
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -103,7 +103,7 @@ func build(raw json.RawMessage, readFiles bool) (*validator, error) {
 	}
 	v := &validator{topics: map[string][2]*check{}}
 	for i, r := range cfg.Rules {
-		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i), readFiles)
+		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i), readFile)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func build(raw json.RawMessage, readFiles bool) (*validator, error) {
 		}
 	}
 	if cfg.DefaultRule != nil {
-		pair, err := compileRule(*cfg.DefaultRule, "defaultRule", readFiles)
+		pair, err := compileRule(*cfg.DefaultRule, "defaultRule", readFile)
 		if err != nil {
 			return nil, err
 		}
@@ -127,13 +127,13 @@ func build(raw json.RawMessage, readFiles bool) (*validator, error) {
 	return v, nil
 }
 
-func compileRule(r Rule, path string, readFiles bool) ([2]*check, error) {
+func compileRule(r Rule, path string, readFile filter.ReadFile) ([2]*check, error) {
 	var out [2]*check
 	for i, br := range []*BytesRule{r.KeyRule, r.ValueRule} {
 		if br == nil {
 			continue
 		}
-		c, err := compileBytesRule(br, path+[]string{".keyRule", ".valueRule"}[i], readFiles)
+		c, err := compileBytesRule(br, path+[]string{".keyRule", ".valueRule"}[i], readFile)
 		if err != nil {
 			return out, err
 		}
@@ -142,17 +142,14 @@ func compileRule(r Rule, path string, readFiles bool) ([2]*check, error) {
 	return out, nil
 }
 
-func compileBytesRule(br *BytesRule, path string, readFiles bool) (*check, error) {
+func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*check, error) {
 	if len(br.SchemaValidationConfig) > 0 {
 		return nil, fmt.Errorf("%s.schemaValidationConfig: schemas in an Apicurio Registry are not supported; give the schema inline (jsonSchema) or as a file (jsonSchemaFile, from a $(secretFile:…) placeholder)", path)
 	}
 	c := &check{allowNulls: br.AllowNulls == nil || *br.AllowNulls, allowEmpty: br.AllowEmpty, json: br.SyntacticallyCorrectJSON != nil}
 	schema := br.JSONSchema
-	if br.JSONSchemaFile != "" && !readFiles {
-		return c, nil
-	}
 	if br.JSONSchemaFile != "" {
-		b, err := os.ReadFile(br.JSONSchemaFile)
+		b, err := readFile(br.JSONSchemaFile)
 		if err != nil {
 			return nil, fmt.Errorf("%s.jsonSchemaFile: %w", path, err)
 		}
@@ -166,10 +163,13 @@ func compileBytesRule(br *BytesRule, path string, readFiles bool) (*check, error
 		return nil, fmt.Errorf("%s: the JSON Schema is not JSON: %w", path, err)
 	}
 	comp := jsonschema.NewCompiler()
-	if err := comp.AddResource("schema.json", doc); err != nil {
+	// An absolute id: a relative one would be resolved against the process's folder, which
+	// then shows in messages.
+	const id = "urn:kafkalink:record-schema"
+	if err := comp.AddResource(id, doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if c.schema, err = comp.Compile("schema.json"); err != nil {
+	if c.schema, err = comp.Compile(id); err != nil {
 		return nil, fmt.Errorf("%s: the JSON Schema does not compile: %w", path, err)
 	}
 	c.json = true
