@@ -1,10 +1,13 @@
 // Command bench measures kafkalink-proxy against direct connections, in one process and one
 // run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and process
-// CPU per MiB moved, for six paths:
+// CPU per MiB moved, for eight paths:
 //
 //   - direct plain: kgo to kfake;
+//   - relay plain: kgo through an io.Copy TCP relay (relay.go) to the same kfake: what any
+//     proxy on this machine can reach at best;
 //   - proxy plain: kgo to the proxy (plain listener, port per broker) to the same kfake;
 //   - direct TLS: kgo to a kfake that serves TLS;
+//   - relay TLS-down/plain-up: the relay terminating TLS, to the plain kfake;
 //   - proxy TLS: kgo over TLS (real SNI) to the proxy, plain upstream to the plain kfake;
 //   - proxy TLS + filter chain: the same through a virtual cluster with a RecordValidation
 //     filter whose rule is for another topic, so every Produce and Fetch is decoded and
@@ -71,7 +74,7 @@ var codecs = map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip"
 
 func main() {
 	mib := flag.Int("mib", 128, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 3, "rounds over the six paths; the table shows the median")
+	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
@@ -139,8 +142,19 @@ func run(loads []workload, mib, rounds, latN int) error {
 	}
 	defer tlsK.Close()
 
+	plainRelay, err := startRelay(plain.ListenAddrs()[0], nil)
+	if err != nil {
+		return err
+	}
+	defer plainRelay.Close()
+	tlsRelay, err := startRelay(plain.ListenAddrs()[0], &tls.Config{Certificates: []tls.Certificate{*kfakeCert}})
+	if err != nil {
+		return err
+	}
+	defer tlsRelay.Close()
+
 	keks := filepath.Join(dir, "keks")
-	if err := writeKEKs(keks, len(loads)*rounds*6); err != nil {
+	if err := writeKEKs(keks, len(loads)*rounds*8); err != nil {
 		return err
 	}
 	ports := freePorts(4)
@@ -161,13 +175,13 @@ func run(loads []workload, mib, rounds, latN int) error {
 		}
 	}
 
-	paths := benchPaths(plain, tlsK, pool, ports)
+	paths := benchPaths(plain, tlsK, pool, ports, plainRelay, tlsRelay)
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
 	if err := measureAll(paths, loads, mib, rounds, latN); err != nil {
 		return err
 	}
-	fmt.Println("\nProxy rows compare with the direct row of their kind, filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
 	if steal1, total1 := cpuSteal(); total1 > total0 {
 		// On a virtual machine the hypervisor may run others on "our" cores; every path then
 		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
@@ -178,9 +192,9 @@ func run(loads []workload, mib, rounds, latN int) error {
 	return nil
 }
 
-// benchPaths are the six paths: clients dial the proxy's hostnames on loopback, over TLS with
-// the name as SNI where the path is TLS.
-func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int) []path {
+// benchPaths are the eight paths: clients dial the proxy's hostnames on loopback, over TLS with
+// the name as SNI where the path is TLS, and the relays for every broker.
+func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int, plainRelay, tlsRelay *relay) []path {
 	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, _ := net.SplitHostPort(addr)
@@ -197,11 +211,13 @@ func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int) []
 	}
 	return []path{
 		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 0},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 2},
-		{"proxy TLS-down/plain-up", viaTLS("tls"), 2},
-		{"proxy TLS + filter chain", viaTLS("chain"), 3},
-		{"proxy TLS + encryption", viaTLS("enc"), 3},
+		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(plainRelay.dialer(nil))}, 0},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 1},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3},
+		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(tlsRelay.dialer(pool))}, 3},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 4},
+		{"proxy TLS + filter chain", viaTLS("chain"), 5},
+		{"proxy TLS + encryption", viaTLS("enc"), 5},
 	}
 }
 
