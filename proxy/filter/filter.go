@@ -146,10 +146,11 @@ func (c *Chain) Wants(key int16) bool { return key == keyApiVersions || len(c.wa
 // API keys the chain itself handles, and the last versions of Produce and Fetch that carry topic
 // names: from v13 on they carry topic ids only, and filters' rules are by topic name.
 const (
-	keyProduce          = 0
-	keyFetch            = 1
-	keyApiVersions      = 18
-	lastNamedTopicsVers = 12
+	keyProduce            = 0
+	keyFetch              = 1
+	keyApiVersions        = 18
+	keyControlledShutdown = 7
+	lastNamedTopicsVers   = 12
 )
 
 // capTopicIDVersions lowers the Produce and Fetch versions an ApiVersions response offers to
@@ -238,6 +239,10 @@ func decodeRequest(frame []byte) (*Exchange, error) {
 	req := kmsg.RequestForKey(x.Key)
 	if req == nil {
 		return nil, fmt.Errorf("%w: unknown API key %d", errMalformed, x.Key)
+	}
+	if x.Key == keyControlledShutdown && x.Version == 0 {
+		// The one request with header v0 (no client id), sent by brokers, not clients.
+		return nil, fmt.Errorf("%w: ControlledShutdown v0 is not for the filters", errMalformed)
 	}
 	req.SetVersion(x.Version)
 	off := 14
