@@ -25,8 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -170,29 +172,33 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	if !ok {
 		return nil
 	}
+	jobs := e.produceJobs(ctx, req)
+	eachParallel(len(jobs), worthParallel(jobs, func(j produceJob) int { return len(j.p.Records) }), func(i int) {
+		j := &jobs[i]
+		if j.exists && j.code == 0 {
+			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records)
+			if err != nil {
+				j.code, j.msg = produceErrorCode(err), fmt.Sprintf("RecordEncryption: %v", err)
+				return
+			}
+			j.p.Records = enc
+		}
+	})
 	bad := filter.Refusals{}
+	refused := map[*kmsg.ProduceRequestTopicPartition]bool{}
+	for _, j := range jobs {
+		if j.code != 0 {
+			bad.Refuse(j.topic, j.p.Partition, j.code, j.msg)
+			refused[j.p] = true
+		}
+	}
 	kept := req.Topics[:0]
 	for _, t := range req.Topics {
-		kekID := strings.ReplaceAll(e.template, topicPlaceholder, t.Topic)
-		exists, err := e.kekExists(ctx, kekID)
 		parts := t.Partitions[:0]
-		for _, p := range t.Partitions {
-			switch {
-			case err != nil:
-				bad.Refuse(t.Topic, p.Partition, errRequestTimedOut, fmt.Sprintf("RecordEncryption: the KMS cannot say whether KEK %s exists now: %v", kekID, err))
-				continue
-			case !exists && e.reject:
-				bad.Refuse(t.Topic, p.Partition, errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", t.Topic, kekID))
-				continue
-			case exists:
-				enc, err := e.encryptPartition(ctx, kekID, t.Topic, p.Records)
-				if err != nil {
-					bad.Refuse(t.Topic, p.Partition, produceErrorCode(err), fmt.Sprintf("RecordEncryption: %v", err))
-					continue
-				}
-				p.Records = enc
+		for i := range t.Partitions {
+			if !refused[&t.Partitions[i]] {
+				parts = append(parts, t.Partitions[i])
 			}
-			parts = append(parts, p)
 		}
 		if len(parts) > 0 {
 			t.Partitions = parts
@@ -212,6 +218,37 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	return nil
 }
 
+// produceJob is one partition of a Produce request: its topic's KEK, and the error it is
+// refused with (code 0: not refused).
+type produceJob struct {
+	topic, kekID string
+	exists       bool
+	p            *kmsg.ProduceRequestTopicPartition
+	code         int16
+	msg          string
+}
+
+// produceJobs resolves each topic's KEK (once per topic) and lists the partitions.
+func (e *encryptor) produceJobs(ctx context.Context, req *kmsg.ProduceRequest) []produceJob {
+	var jobs []produceJob
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		kekID := strings.ReplaceAll(e.template, topicPlaceholder, t.Topic)
+		exists, err := e.kekExists(ctx, kekID)
+		for pi := range t.Partitions {
+			j := produceJob{topic: t.Topic, kekID: kekID, exists: exists, p: &t.Partitions[pi]}
+			switch {
+			case err != nil:
+				j.code, j.msg = errRequestTimedOut, fmt.Sprintf("RecordEncryption: the KMS cannot say whether KEK %s exists now: %v", kekID, err)
+			case !exists && e.reject:
+				j.code, j.msg = errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", t.Topic, kekID)
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	return jobs
+}
+
 // OnResponse adds refused Produce partitions, and decrypts Fetch responses.
 func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 	switch resp := x.Response.(type) {
@@ -220,21 +257,71 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 			bad.AddTo(resp)
 		}
 	case *kmsg.FetchResponse:
+		type fetchJob struct {
+			topic string
+			p     *kmsg.FetchResponseTopicPartition
+		}
+		var jobs []fetchJob
 		for i := range resp.Topics {
-			t := &resp.Topics[i]
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				dec, err := e.decryptPartition(ctx, t.Topic, p.RecordBatches)
-				if err != nil {
-					// Never hand out ciphertext as if it were the record: the consumer retries.
-					p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
-					continue
-				}
-				p.RecordBatches = dec
+			for j := range resp.Topics[i].Partitions {
+				jobs = append(jobs, fetchJob{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
 			}
 		}
+		eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
+			p := jobs[i].p
+			dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches)
+			if err != nil {
+				// Never hand out ciphertext as if it were the record: the consumer retries.
+				p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
+				return
+			}
+			p.RecordBatches = dec
+		})
 	}
 	return nil
+}
+
+// parallelFrom is the size of a request or response from which its partitions are encrypted or
+// decrypted on several cores: below it, starting goroutines costs more than it saves.
+const parallelFrom = 256 << 10
+
+func worthParallel[J any](jobs []J, size func(J) int) bool {
+	n := 0
+	for _, j := range jobs {
+		n += size(j)
+	}
+	return len(jobs) > 1 && n >= parallelFrom
+}
+
+// eachParallel runs f for 0..n-1, on up to GOMAXPROCS goroutines when parallel. A panic in f
+// (a dependency's bug on hostile bytes) is passed to the caller, whose connection then ends,
+// rather than taking the process down from a goroutine of its own.
+func eachParallel(n int, parallel bool, f func(i int)) {
+	if !parallel {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.CompareAndSwap(nil, fmt.Sprint(r))
+				}
+			}()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
 }
 
 // produceErrorCode is the error a producer gets for a partition the filter could not encrypt:

@@ -405,3 +405,57 @@ func FuzzEncryptRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestPartitionsInParallel: a Produce and a Fetch large enough to be worked on several cores
+// keep every partition in its place, refuse only the one whose KMS answer is missing, and come
+// back whole.
+func TestPartitionsInParallel(t *testing.T) {
+	e, _ := newTestFilter(t, `,"unresolvedKeyPolicy":"REJECT"`)
+	big := bytes.Repeat([]byte("v"), 100<<10)
+	req := kmsg.NewPtrProduceRequest()
+	for _, topic := range []string{"secrets", "other", "secrets"} {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		for p := range int32(3) {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, batch(t, 0, append([]byte(fmt.Sprint(topic, p)), big...))
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	x := &filter.Exchange{Request: req}
+	if err := e.OnRequest(t.Context(), x); err != nil || x.Answered() != nil {
+		t.Fatalf("%v %v", err, x.Answered())
+	}
+	if bad, _ := x.Get(e).(filter.Refusals); len(bad["other"]) != 3 || len(bad) != 1 {
+		t.Errorf("refused %v, want the three partitions of other (REJECT)", bad)
+	}
+	if len(req.Topics) != 2 {
+		t.Fatalf("%d topics forwarded, want 2", len(req.Topics))
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	for _, rt := range req.Topics {
+		ft := kmsg.NewFetchResponseTopic()
+		ft.Topic = rt.Topic
+		for i, rp := range rt.Partitions {
+			if rp.Partition != int32(i) {
+				t.Errorf("partition %d forwarded in place %d", rp.Partition, i)
+			}
+			fp := kmsg.NewFetchResponseTopicPartition()
+			fp.Partition, fp.RecordBatches = rp.Partition, bytes.Clone(rp.Records)
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		resp.Topics = append(resp.Topics, ft)
+	}
+	if err := e.OnResponse(t.Context(), &filter.Exchange{Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ft := range resp.Topics {
+		for _, fp := range ft.Partitions {
+			v := mustDecode(t, fp.RecordBatches).Records[0].Value
+			if fp.ErrorCode != 0 || !bytes.HasPrefix(v, []byte(fmt.Sprint(ft.Topic, fp.Partition))) || len(v) != len(big)+len(fmt.Sprint(ft.Topic, fp.Partition)) {
+				t.Errorf("%s-%d: error %d, %d bytes", ft.Topic, fp.Partition, fp.ErrorCode, len(v))
+			}
+		}
+	}
+}
