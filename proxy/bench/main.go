@@ -15,7 +15,8 @@
 //   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
 //     encrypted on produce and decrypted on fetch.
 //
-// One table per record size and producer compression (-sizes, -codecs). Run it with:
+// One table per record size and producer compression (-sizes, -codecs), then a table of a
+// separate kafkalink-proxy process holding 1,000 to 5,000 idle connections (-idle, idle.go). Run it with:
 // go run ./proxy/bench [-mib 128] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
@@ -77,6 +78,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
+	idle := flag.String("idle", "1000,2000,5000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -100,14 +102,20 @@ func main() {
 			loads = append(loads, workload{n, c})
 		}
 	}
-	if err := run(loads, *mib, *rounds, *latN); err != nil {
+	var idleCounts []int
+	for _, s := range strings.Split(*idle, ",") {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			idleCounts = append(idleCounts, n)
+		}
+	}
+	if err := run(loads, idleCounts, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(loads []workload, mib, rounds, latN int) error {
+func run(loads []workload, idleCounts []int, mib, rounds, latN int) error {
 	dir, err := os.MkdirTemp("", "kafkalink-bench")
 	if err != nil {
 		return err
@@ -189,6 +197,9 @@ func run(loads []workload, mib, rounds, latN int) error {
 	}
 	cancel()
 	<-done
+	if len(idleCounts) > 0 {
+		return idleScale(idleCounts, dir, plain.ListenAddrs()[0], certFile, keyFile, pool)
+	}
 	return nil
 }
 

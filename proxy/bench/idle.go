@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// idleScale measures kafkalink-proxy holding n idle client connections, for each n in counts:
+// TLS connections that sent one ApiVersions (so the proxy's upstream connection is open too)
+// and then nothing. The proxy runs as a process of its own, built from ./cmd/kafkalink-proxy,
+// so its resident memory, Go heap and goroutines (from its /metrics) are its own, not the
+// benchmark's clients' or kfake's.
+func idleScale(counts []int, dir, target, certFile, keyFile string, roots *x509.CertPool) error {
+	// Two descriptors per connection here (the client's and kfake's), as many in the proxy,
+	// which inherits the raised limit.
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	if n := counts[len(counts)-1]; uint64(2*n+1000) > lim.Cur {
+		return fmt.Errorf("-idle %d needs about %d file descriptors; this process may open %d (ulimit -n)", n, 2*n+1000, lim.Cur)
+	}
+	bin := filepath.Join(dir, "kafkalink-proxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kafkalink-proxy").CombinedOutput(); err != nil {
+		return fmt.Errorf("building kafkalink-proxy: %w\n%s", err, out)
+	}
+	ports := freePorts(2)
+	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
+listeners:
+- {name: tls, port: %d, bindAddress: 127.0.0.1, keyPairs: [{certificateFile: %s, privateKeyFile: %s}]}
+virtualClusters:
+- {name: idle, listener: tls, bootstrapHost: idle-bootstrap.bench.test, brokerPattern: idle-broker-$(nodeId).bench.test, targetBootstrap: %q}
+management: {port: %d, bindAddress: 127.0.0.1, metrics: true}
+limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
+`, ports[0], certFile, keyFile, target, ports[1])
+	cfgPath := filepath.Join(dir, "idle.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	proxy := exec.CommandContext(ctx, bin, "--config", cfgPath)
+	if err := proxy.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = proxy.Process.Kill(); _ = proxy.Wait() }()
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	base, err := waitMetrics(metricsURL)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nIdle connections (TLS, one ApiVersions each), kafkalink-proxy as its own process; per connection = growth over the idle proxy (RSS %.1f MiB, %d goroutines):\n\n",
+		base["process_resident_memory_bytes"]/(1<<20), int(base["go_goroutines"]))
+	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | goroutines per connection |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	for _, n := range counts {
+		for len(conns) < n {
+			c, err := idleConn(ports[0], roots)
+			if err != nil {
+				return fmt.Errorf("connection %d: %w", len(conns)+1, err)
+			}
+			conns = append(conns, c)
+		}
+		time.Sleep(time.Second) // let the proxy settle (upstream dials, buffers returned)
+		m, err := scrape(metricsURL)
+		if err != nil {
+			return err
+		}
+		rss, heap, gr := m["process_resident_memory_bytes"]-base["process_resident_memory_bytes"],
+			m["go_memstats_heap_inuse_bytes"]-base["go_memstats_heap_inuse_bytes"], m["go_goroutines"]-base["go_goroutines"]
+		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.2f |\n", n, m["process_resident_memory_bytes"]/(1<<20),
+			m["go_memstats_heap_inuse_bytes"]/(1<<20), int(m["go_goroutines"]), rss/1024/float64(n), heap/1024/float64(n), gr/float64(n))
+	}
+	return nil
+}
+
+// idleConn opens a TLS connection to the proxy, exchanges one ApiVersions, and leaves it idle.
+func idleConn(port int, roots *x509.CertPool) (net.Conn, error) {
+	d := &tls.Dialer{Config: &tls.Config{ServerName: "idle-bootstrap.bench.test", RootCAs: roots}}
+	c, err := d.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, err
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "bench", "1"
+	if _, err := c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	var size [4]byte
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	return c, nil
+}
+
+func waitMetrics(url string) (map[string]float64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, err := scrape(url)
+		if err == nil {
+			return m, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the proxy's metrics did not answer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrape reads the unlabelled samples of a Prometheus text page.
+func scrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // a loopback URL the benchmark made
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m, sc.Err()
+}
