@@ -403,14 +403,9 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 				return nil, err
 			}
 		}
-		enc, err := batch.Encode()
-		if err != nil {
+		if out, err = batch.AppendTo(out); err != nil {
 			return nil, err
 		}
-		if len(batches) == 1 {
-			return enc, nil // the usual case: no copy
-		}
-		out = append(out, enc...)
 	}
 	return out, nil
 }
@@ -432,11 +427,9 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 				return nil, err
 			}
 		}
-		dec, err := batch.Encode()
-		if err != nil {
+		if out, err = batch.AppendTo(out); err != nil {
 			return nil, err
 		}
-		out = append(out, dec...)
 	}
 	return append(out, rest...), nil
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -130,12 +131,17 @@ func Decode(raw []byte) (*Batch, error) {
 // Encode writes the batch back: records (with their lengths recomputed) compressed with the
 // batch's codec, then the header with its record count, length and CRC recomputed. Everything
 // else in the header is kept as it is.
-func (b *Batch) Encode() ([]byte, error) {
+func (b *Batch) Encode() ([]byte, error) { return b.AppendTo(nil) }
+
+// AppendTo is Encode appending to dst, so that a partition's batches are written into one
+// buffer without a copy each.
+func (b *Batch) AppendTo(dst []byte) ([]byte, error) {
 	h := b.Header
 	h.Records = nil
 	h.NumRecords = int32(len(b.Records))
 	h.Length, h.CRC = 0, 0
-	out := h.AppendTo(make([]byte, 0, batchHeaderLen+b.sizeHint()))
+	start := len(dst)
+	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+b.sizeHint()))
 	// Uncompressed records go straight after the header; others are compressed there.
 	plain := out
 	if b.Codec() != CodecNone {
@@ -155,8 +161,9 @@ func (b *Batch) Encode() ([]byte, error) {
 		}
 		out = append(out, compressed...)
 	}
-	binary.BigEndian.PutUint32(out[8:12], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:21], crc32.Checksum(out[21:], castagnoli))
+	batch := out[start:]
+	binary.BigEndian.PutUint32(batch[8:12], uint32(len(batch)-12))
+	binary.BigEndian.PutUint32(batch[17:21], crc32.Checksum(batch[21:], castagnoli))
 	return out, nil
 }
 
