@@ -398,12 +398,7 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 		if err != nil {
 			return nil, err
 		}
-		for i := range batch.Records {
-			if err := encryptRecord(&batch.Records[i], kekID, topic, d); err != nil {
-				return nil, err
-			}
-		}
-		if out, err = batch.AppendTo(out); err != nil {
+		if out, err = batch.AppendRewritten(out, newSealer(batch, kekID, topic, d).rewrite()); err != nil {
 			return nil, err
 		}
 	}
@@ -457,26 +452,49 @@ func encryptedHeader(r kmsg.Record) int {
 // aad binds a value's ciphertext to its topic, so it cannot be moved to another topic unnoticed.
 func aad(topic string) []byte { return []byte("kafkalink.io/encryption/v1\x00" + topic) }
 
-// encryptRecord replaces a record's value with its encrypted form (docs/record-encryption.md)
-// and marks it with the header. Null values (tombstones) stay null.
-func encryptRecord(r *kmsg.Record, kekID, topic string, d *dekState) error {
-	if r.Value == nil {
-		return nil
+// sealer writes the encrypted values of one batch's records under one DEK
+// (docs/record-encryption.md): the prefix (version, KEK id, wrapped DEK) is the same for all.
+type sealer struct {
+	batch  *records.Batch
+	d      *dekState
+	prefix []byte
+	aad    []byte
+}
+
+func newSealer(b *records.Batch, kekID, topic string, d *dekState) *sealer {
+	prefix := []byte{FormatVersion}
+	prefix = binary.AppendUvarint(prefix, uint64(len(kekID)))
+	prefix = append(prefix, kekID...)
+	prefix = binary.AppendUvarint(prefix, uint64(len(d.edek)))
+	prefix = append(prefix, d.edek...)
+	// Every encrypted record is marked with the header, after its own headers. Null values
+	// (tombstones) stay null and unmarked.
+	for i := range b.Records {
+		if r := &b.Records[i]; r.Value != nil {
+			r.Headers = append(r.Headers, kmsg.Header{Key: HeaderKey, Value: []byte{FormatVersion}})
+		}
 	}
-	nonce := make([]byte, d.aead.NonceSize())
-	if _, err := randRead(nonce); err != nil {
-		return err
+	return &sealer{batch: b, d: d, prefix: prefix, aad: aad(topic)}
+}
+
+// rewrite is the records.Rewrite that writes each value's encrypted form into the batch.
+func (s *sealer) rewrite() *records.Rewrite {
+	return &records.Rewrite{
+		Len: func(i int) int {
+			if s.batch.Records[i].Value == nil {
+				return -1
+			}
+			return len(s.prefix) + s.d.aead.NonceSize() + len(s.batch.Records[i].Value) + s.d.aead.Overhead()
+		},
+		Append: func(dst []byte, i int) ([]byte, error) {
+			var nonce [12]byte
+			if _, err := randRead(nonce[:]); err != nil {
+				return nil, err
+			}
+			dst = append(append(dst, s.prefix...), nonce[:]...)
+			return s.d.aead.Seal(dst, nonce[:], s.batch.Records[i].Value, s.aad), nil
+		},
 	}
-	v := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(kekID)+len(d.edek)+len(nonce)+len(r.Value)+d.aead.Overhead())
-	v = append(v, FormatVersion)
-	v = binary.AppendUvarint(v, uint64(len(kekID)))
-	v = append(v, kekID...)
-	v = binary.AppendUvarint(v, uint64(len(d.edek)))
-	v = append(v, d.edek...)
-	v = append(v, nonce...)
-	r.Value = d.aead.Seal(v, nonce, r.Value, aad(topic))
-	r.Headers = append(r.Headers, kmsg.Header{Key: HeaderKey, Value: []byte{FormatVersion}})
-	return nil
 }
 
 // errMalformedValue marks an encrypted value that is not in the format.

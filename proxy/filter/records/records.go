@@ -135,22 +135,35 @@ func (b *Batch) Encode() ([]byte, error) { return b.AppendTo(nil) }
 
 // AppendTo is Encode appending to dst, so that a partition's batches are written into one
 // buffer without a copy each.
-func (b *Batch) AppendTo(dst []byte) ([]byte, error) {
+func (b *Batch) AppendTo(dst []byte) ([]byte, error) { return b.AppendRewritten(dst, nil) }
+
+// Rewrite replaces record values while a batch is encoded, so that a new value (a ciphertext)
+// is written once, into the batch, and never held apart.
+type Rewrite struct {
+	// Len is record i's new value length; -1 keeps its value.
+	Len func(i int) int
+	// Append appends record i's new value to dst: exactly Len(i) bytes.
+	Append func(dst []byte, i int) ([]byte, error)
+}
+
+// AppendRewritten is AppendTo with record values replaced by rw (nil: none replaced).
+func (b *Batch) AppendRewritten(dst []byte, rw *Rewrite) ([]byte, error) {
 	h := b.Header
 	h.Records = nil
 	h.NumRecords = int32(len(b.Records))
 	h.Length, h.CRC = 0, 0
 	start := len(dst)
-	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+b.sizeHint()))
+	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+b.sizeHint(rw)))
 	// Uncompressed records go straight after the header; others are compressed there.
 	plain := out
 	if b.Codec() != CodecNone {
-		plain = make([]byte, 0, b.sizeHint())
+		plain = make([]byte, 0, b.sizeHint(rw))
 	}
 	for i := range b.Records {
-		r := b.Records[i]
-		r.Length = int32(recordBodyLen(&r))
-		plain = r.AppendTo(plain)
+		var err error
+		if plain, err = appendRecord(plain, &b.Records[i], i, rw); err != nil {
+			return nil, err
+		}
 	}
 	if b.Codec() == CodecNone {
 		out = plain
@@ -165,6 +178,53 @@ func (b *Batch) AppendTo(dst []byte) ([]byte, error) {
 	binary.BigEndian.PutUint32(batch[8:12], uint32(len(batch)-12))
 	binary.BigEndian.PutUint32(batch[17:21], crc32.Checksum(batch[21:], castagnoli))
 	return out, nil
+}
+
+// appendRecord writes record i as kmsg.Record.AppendTo does, its length computed, and its
+// value from rw when rw replaces it.
+func appendRecord(dst []byte, r *kmsg.Record, i int, rw *Rewrite) ([]byte, error) {
+	n := -1
+	if rw != nil {
+		n = rw.Len(i)
+	}
+	if n < 0 {
+		rec := *r
+		rec.Length = int32(recordBodyLen(&rec))
+		return rec.AppendTo(dst), nil
+	}
+	ts := r.TimestampDelta64
+	if ts == 0 {
+		ts = int64(r.TimestampDelta)
+	}
+	dst = binary.AppendVarint(dst, int64(recordBodyLen(r)-bytesLen(r.Value)+varintLen(int64(n))+n))
+	dst = append(dst, byte(r.Attributes))
+	dst = binary.AppendVarint(dst, ts)
+	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
+	dst = appendBytes(dst, r.Key)
+	dst = binary.AppendVarint(dst, int64(n))
+	before := len(dst)
+	dst, err := rw.Append(dst, i)
+	if err != nil {
+		return nil, err
+	}
+	if len(dst)-before != n {
+		return nil, fmt.Errorf("record %d: a rewritten value of %d bytes, announced as %d", i, len(dst)-before, n)
+	}
+	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		dst = binary.AppendVarint(dst, int64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendBytes(dst, h.Value)
+	}
+	return dst, nil
+}
+
+// appendBytes writes Kafka's varint-length bytes (length -1 for null).
+func appendBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return append(binary.AppendVarint(dst, int64(len(b))), b...)
 }
 
 // recordBodyLen is the size of a record after its length field, as kmsg.Record.AppendTo
@@ -196,12 +256,18 @@ func bytesLen(b []byte) int {
 	return varintLen(int64(len(b))) + len(b)
 }
 
-// sizeHint is about the encoded size of the batch's records: their keys, values and headers,
-// and the varints and fields around them.
-func (b *Batch) sizeHint() int {
+// sizeHint is about the encoded size of the batch's records: their keys, values (as rw
+// rewrites them) and headers, and the varints and fields around them.
+func (b *Batch) sizeHint(rw *Rewrite) int {
 	n := 0
-	for _, r := range b.Records {
-		n += len(r.Key) + len(r.Value) + 24
+	for i, r := range b.Records {
+		v := len(r.Value)
+		if rw != nil {
+			if l := rw.Len(i); l >= 0 {
+				v = l
+			}
+		}
+		n += len(r.Key) + v + 24
 		for _, h := range r.Headers {
 			n += len(h.Key) + len(h.Value) + 10
 		}

@@ -207,3 +207,32 @@ func withCodec(t *testing.T, raw []byte, codec int16) []byte {
 	binary.BigEndian.PutUint32(out[17:21], crc32Of(out[21:]))
 	return out
 }
+
+// TestAppendRewritten: a rewritten value is written in place of the record's, the other records
+// are kept, and a rewrite that writes other than the length it announced is an error, not a
+// corrupt batch.
+func TestAppendRewritten(t *testing.T) {
+	b := &Batch{Header: kmsg.RecordBatch{Magic: 2, Attributes: int16(CodecGzip)}, Records: []kmsg.Record{
+		{Key: []byte("k"), Value: []byte("old"), Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}}},
+		{OffsetDelta: 1, Value: []byte("kept")},
+	}}
+	rw := &Rewrite{
+		Len:    func(i int) int { return map[int]int{0: 9, 1: -1}[i] },
+		Append: func(dst []byte, _ int) ([]byte, error) { return append(dst, "rewritten"...), nil },
+	}
+	raw, err := b.AppendRewritten([]byte("prefix"), rw)
+	if err != nil || string(raw[:6]) != "prefix" {
+		t.Fatalf("%v, %q", err, raw[:6])
+	}
+	got, err := Decode(raw[6:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Records[0].Value) != "rewritten" || string(got.Records[0].Key) != "k" || len(got.Records[0].Headers) != 1 || string(got.Records[1].Value) != "kept" {
+		t.Errorf("records %+v", got.Records)
+	}
+	rw.Len = func(int) int { return 8 }
+	if _, err := b.AppendRewritten(nil, rw); err == nil {
+		t.Error("a rewrite longer than announced was accepted")
+	}
+}
