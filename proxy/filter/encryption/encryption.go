@@ -411,12 +411,14 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		return nil, err
 	}
 	out := make([]byte, 0, len(raw))
+	changed := false
 	for _, b := range batches {
 		batch, err := records.Decode(b)
 		if err != nil || !anyEncrypted(batch) {
 			out = append(out, b...) // not ours to change: passed on as the broker sent it
 			continue
 		}
+		changed = true
 		for i := range batch.Records {
 			if err := e.decryptRecord(ctx, &batch.Records[i], topic); err != nil {
 				return nil, err
@@ -425,6 +427,9 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		if out, err = batch.AppendTo(out); err != nil {
 			return nil, err
 		}
+	}
+	if !changed {
+		return raw, nil // nothing was encrypted: the broker's bytes as they are
 	}
 	return append(out, rest...), nil
 }
