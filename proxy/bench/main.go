@@ -15,8 +15,9 @@
 //   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
 //     encrypted on produce and decrypted on fetch.
 //
-// One table per record size and producer compression (-sizes, -codecs), then a table of a
-// separate kafkalink-proxy process holding 1,000 to 5,000 idle connections (-idle, idle.go). Run it with:
+// One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
+// each sending small Produce requests (-small-producers, small.go), then a table of a separate
+// kafkalink-proxy process holding 1,000 to 5,000 idle connections (-idle, idle.go). Run it with:
 // go run ./proxy/bench [-mib 128] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
@@ -78,6 +79,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
+	small := flag.Int("small-producers", 1000, "connections sending small Produce requests one after another, per path; 0 skips")
+	smallFor := flag.Duration("small-duration", 5*time.Second, "how long the small producers run per path")
 	idle := flag.String("idle", "1000,2000,5000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -108,33 +111,27 @@ func main() {
 			idleCounts = append(idleCounts, n)
 		}
 	}
-	if err := run(loads, idleCounts, *mib, *rounds, *latN); err != nil {
+	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(loads []workload, idleCounts []int, mib, rounds, latN int) error {
+// smallRun is the -small-producers measurement: connections and duration.
+type smallRun struct {
+	n int
+	d time.Duration
+}
+
+func run(loads []workload, idleCounts []int, small smallRun, mib, rounds, latN int) error {
 	dir, err := os.MkdirTemp("", "kafkalink-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ca, caKey, pool, err := newCA()
+	pool, kfakeCert, certFile, keyFile, err := benchCerts(dir)
 	if err != nil {
-		return err
-	}
-	kfakeCert, err := issue(ca, caKey, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return err
-	}
-	proxyCert, err := issue(ca, caKey, []string{"*.bench.test"}, nil)
-	if err != nil {
-		return err
-	}
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := writePair(proxyCert, certFile, keyFile); err != nil {
 		return err
 	}
 
@@ -172,15 +169,9 @@ func run(loads []workload, idleCounts []int, mib, rounds, latN int) error {
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	defer cancel()
-	srv := server.New(server.Options{ConfigPath: cfgPath})
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	for !srv.Ready() {
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Millisecond):
-		}
+	done, err := serveProxy(ctx, cfgPath)
+	if err != nil {
+		return err
 	}
 
 	paths := benchPaths(plain, tlsK, pool, ports, plainRelay, tlsRelay)
@@ -188,6 +179,12 @@ func run(loads []workload, idleCounts []int, mib, rounds, latN int) error {
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
 	if err := measureAll(paths, loads, mib, rounds, latN); err != nil {
 		return err
+	}
+	if small.n > 0 {
+		if err := smallProducers(small, smallTargets(tlsK, tlsRelay, ports[2], pool), [][]kgo.Opt{
+			{kgo.SeedBrokers(plain.ListenAddrs()...)}, {kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}}); err != nil {
+			return err
+		}
 	}
 	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
 	if steal1, total1 := cpuSteal(); total1 > total0 {
@@ -255,6 +252,40 @@ func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
 	return nil
 }
 
+// benchCerts makes a CA (pool), a certificate for kfake and the relays (127.0.0.1), and the
+// proxy's key pair for *.bench.test in dir.
+func benchCerts(dir string) (pool *x509.CertPool, kfakeCert *tls.Certificate, certFile, keyFile string, err error) {
+	ca, caKey, pool, err := newCA()
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	if kfakeCert, err = issue(ca, caKey, nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
+		return nil, nil, "", "", err
+	}
+	proxyCert, err := issue(ca, caKey, []string{"*.bench.test"}, nil)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	return pool, kfakeCert, certFile, keyFile, writePair(proxyCert, certFile, keyFile)
+}
+
+// serveProxy runs kafkalink-proxy in this process until ctx ends, and returns once it is ready;
+// done then says how it ended.
+func serveProxy(ctx context.Context, cfgPath string) (done <-chan error, err error) {
+	srv := server.New(server.Options{ConfigPath: cfgPath})
+	ended := make(chan error, 1)
+	go func() { ended <- srv.Run(ctx) }()
+	for !srv.Ready() {
+		select {
+		case err := <-ended:
+			return nil, fmt.Errorf("the proxy did not start: %w", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return ended, nil
+}
+
 // writeProxyConfig writes the proxy's configuration: a plain listener (port per broker) and a
 // TLS one with four virtual clusters, all to the plain kfake at target.
 func writeProxyConfig(dir string, ports []int, certFile, keyFile, target, keks string) (string, error) {
@@ -284,6 +315,7 @@ virtualClusters:
   targetBootstrap: %[7]q
   filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
 management: {port: %[8]d, bindAddress: 127.0.0.1}
+limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
 `, ports[0], ports[1], ports[2], certFile, keyFile, target, target, ports[3], keks)
 	cfgPath := filepath.Join(dir, "proxy.yaml")
 	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o600)
@@ -305,16 +337,20 @@ func printTable(w workload, paths []path, all [][]result) {
 	}
 }
 
-// writeKEKs writes a KEK for every topic the benchmark produces to (bench-0 … bench-<n-1>), for
-// the encryption path's Secret KMS.
+// writeKEKs writes a KEK for every topic the benchmark produces to (bench-0 … bench-<n-1>, and
+// small), for the encryption path's Secret KMS.
 func writeKEKs(dir string, n int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	names := []string{"KEK_small"}
 	for i := range n {
+		names = append(names, fmt.Sprintf("KEK_bench-%d", i))
+	}
+	for _, name := range names {
 		kek := make([]byte, 32)
 		_, _ = rand.Read(kek)
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("KEK_bench-%d", i)), kek, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), kek, 0o600); err != nil {
 			return err
 		}
 	}
