@@ -14,10 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/filter/encryption"
-	"github.com/kafkalink/kafkalink/proxy/filter/records"
 	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
 
@@ -40,17 +38,11 @@ func TestRecordEncryptionThroughTheProxy(t *testing.T) {
 		_, _ = rand.Read(k)
 		writeAtomic(t, keys+"/"+id, []byte(base64.StdEncoding.EncodeToString(k)))
 	}
-	pki := newPKI(t)
-	kc := fakeKafka(t, nil, "")
-	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
-	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
-		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
-	target := "  targetBootstrap: " + kc.ListenAddrs()[0] + "\n"
 	filters := fmt.Sprintf("  filters:\n  - name: encrypt\n    type: io.kroxylicious.filter.encryption.RecordEncryption\n    config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %s}, selector: TemplateKekSelector, selectorConfig: {template: \"KEK_$(topicName)\"}}\n", keys)
-	writeAtomic(t, dir+"/proxy.yaml", []byte(strings.Replace(pc.yaml(), target, target+filters, 1)))
-	p := startProxy(t, dir+"/proxy.yaml")
+	f := startFilteredProxy(t, Options{}, filters)
+	p, kc := f.p, f.kc
 	direct := []kgo.Opt{kgo.SeedBrokers(kc.ListenAddrs()...)}
-	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
+	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", f.pc.Port), f.pki.pool, "", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -102,7 +94,10 @@ func TestRecordEncryptionThroughTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if code := rawProduce(ctx, t, cl, "broken", needle); code != kerr.RequestTimedOut.Code || !kerr.IsRetriable(kerr.ErrorForCode(code)) {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, "broken"); err != nil {
+		t.Fatal(err)
+	}
+	if code := rawProduce(ctx, t, cl, "broken", needle).ErrorCode; code != kerr.RequestTimedOut.Code || !kerr.IsRetriable(kerr.ErrorForCode(code)) {
 		t.Errorf("produce with the KMS unavailable: %v, want the retriable %v", kerr.ErrorForCode(code), kerr.RequestTimedOut)
 	}
 	if n := len(proxytest.StoredRecords(ctx, t, direct, "broken")); n != 0 {
@@ -122,34 +117,6 @@ func TestRecordEncryptionThroughTheProxy(t *testing.T) {
 	if st := proxytest.StoredRecords(ctx, t, direct, "broken"); len(st) != 1 || bytes.Contains(st[0].Value, []byte(needle)) {
 		t.Errorf("after the KMS came back the broker holds %d records of broken, want one, encrypted", len(st))
 	}
-}
-
-// rawProduce sends one record in a Produce request of its own and returns its partition's
-// error code.
-func rawProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic, value string) int16 {
-	t.Helper()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-	b := records.Batch{Header: kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}}
-	b.Records = []kmsg.Record{{Value: []byte(value)}}
-	raw, err := b.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = raw
-	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-	req.Topics = []kmsg.ProduceRequestTopic{rt}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
 func produceWith(ctx context.Context, t *testing.T, opts []kgo.Opt, topic, value string, txn bool) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,8 +31,25 @@ const validationFilter = `  filters:
           jsonSchema: {type: object, required: [id]}
 `
 
+// filteredProxy is a proxy with filters in front of kfake, as startFilteredProxy runs it.
+type filteredProxy struct {
+	p   *runningProxy
+	pc  proxyConfig
+	pki *testPKI
+	dir string
+	kc  *kfake.Cluster
+}
+
 // startValidatingProxy runs a proxy with the validation filter in front of kfake.
 func startValidatingProxy(t *testing.T, opts Options) (*runningProxy, proxyConfig, *testPKI, string) {
+	t.Helper()
+	f := startFilteredProxy(t, opts, validationFilter)
+	return f.p, f.pc, f.pki, f.dir
+}
+
+// startFilteredProxy runs a proxy whose one virtual cluster, a, has the filters (YAML of its
+// filters field) in front of kfake.
+func startFilteredProxy(t *testing.T, opts Options, filters string) filteredProxy {
 	t.Helper()
 	dir := t.TempDir()
 	pki := newPKI(t)
@@ -42,9 +60,9 @@ func startValidatingProxy(t *testing.T, opts Options) (*runningProxy, proxyConfi
 		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
 	target := "  targetBootstrap: " + kc.ListenAddrs()[0] + "\n"
 	path := dir + "/proxy.yaml"
-	writeAtomic(t, path, []byte(strings.Replace(pc.yaml(), target, target+validationFilter, 1)))
+	writeAtomic(t, path, []byte(strings.Replace(pc.yaml(), target, target+filters, 1)))
 	opts.ConfigPath = path
-	return startProxyWith(t, opts), pc, pki, dir
+	return filteredProxy{startProxyWith(t, opts), pc, pki, dir, kc}
 }
 
 // TestRecordValidationThroughTheProxy: franz-go produces through the proxy with the
@@ -121,7 +139,17 @@ func TestRecordValidationWithKcat(t *testing.T) {
 // the partition's error message.
 func produceErrorMessage(ctx context.Context, t *testing.T, cl *kgo.Client, topic, value string) string {
 	t.Helper()
-	b := &records.Batch{Header: kmsg.RecordBatch{Magic: 2}, Records: []kmsg.Record{{Value: []byte(value)}}}
+	if p := rawProduce(ctx, t, cl, topic, value); p.ErrorMessage != nil {
+		return *p.ErrorMessage
+	}
+	return ""
+}
+
+// rawProduce sends one record to partition 0 in a Produce request of its own (no client
+// retries) and returns the partition's answer.
+func rawProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic, value string) kmsg.ProduceResponseTopicPartition {
+	t.Helper()
+	b := &records.Batch{Header: kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}, Records: []kmsg.Record{{Value: []byte(value)}}}
 	raw, err := b.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +166,5 @@ func produceErrorMessage(ctx context.Context, t *testing.T, cl *kgo.Client, topi
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := resp.Topics[0].Partitions[0]; p.ErrorMessage != nil {
-		return *p.ErrorMessage
-	}
-	return ""
+	return resp.Topics[0].Partitions[0]
 }
