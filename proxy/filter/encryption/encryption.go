@@ -55,11 +55,13 @@ type Config struct {
 	Experimental json.RawMessage `json:"experimental,omitempty"`
 }
 
-// Limits of one DEK's use, and how long a KEK's existence is remembered.
+// Limits of one DEK's use, how long a KEK's existence is remembered, and the sizes of the
+// caches (clients choose topic names, so the KEK cache is bounded too).
 const (
 	maxRecordsPerDEK = 1 << 20
 	maxDEKAge        = time.Hour
 	kekCacheTTL      = 30 * time.Second
+	maxKEKCache      = 4096
 	maxDecryptCache  = 4096
 	topicPlaceholder = "$(topicName)"
 	// HeaderKey marks an encrypted record; its value is the format version.
@@ -349,6 +351,9 @@ func (e *encryptor) kekExists(ctx context.Context, kekID string) (bool, error) {
 		return false, err
 	}
 	e.mu.Lock()
+	if len(e.kekSeen) >= maxKEKCache {
+		clear(e.kekSeen) // a client naming many topics costs KMS calls, not memory
+	}
 	e.kekSeen[kekID] = kekEntry{exists: exists, until: time.Now().Add(kekCacheTTL)}
 	e.mu.Unlock()
 	return exists, nil

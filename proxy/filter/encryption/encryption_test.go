@@ -198,6 +198,20 @@ func TestDEKReuseIsBounded(t *testing.T) {
 	}
 }
 
+// TestKEKCacheIsBounded: a client producing to ever new topic names does not grow the filter's
+// memory without bound.
+func TestKEKCacheIsBounded(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	for i := range maxKEKCache + 10 {
+		if _, err := e.kekExists(t.Context(), fmt.Sprintf("KEK_topic-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(e.kekSeen); n > maxKEKCache {
+		t.Errorf("%d KEKs remembered, at most %d wanted", n, maxKEKCache)
+	}
+}
+
 // TestProduceRefusals: the errors a producer gets, by cause.
 func TestProduceRefusals(t *testing.T) {
 	v1 := batch(t, 0, []byte("x"))
