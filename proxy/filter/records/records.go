@@ -180,35 +180,38 @@ func (b *Batch) AppendRewritten(dst []byte, rw *Rewrite) ([]byte, error) {
 	return out, nil
 }
 
-// appendRecord writes record i as kmsg.Record.AppendTo does, its length computed, and its
-// value from rw when rw replaces it.
+// appendRecord writes record i in message format v2's record layout (the one recordBodyLen
+// measures), its length computed, and its value from rw when rw replaces it.
 func appendRecord(dst []byte, r *kmsg.Record, i int, rw *Rewrite) ([]byte, error) {
-	n := -1
+	n := -1 // the new value's length; -1: the record's own value
 	if rw != nil {
 		n = rw.Len(i)
 	}
-	if n < 0 {
-		rec := *r
-		rec.Length = int32(recordBodyLen(&rec))
-		return rec.AppendTo(dst), nil
+	bodyLen := recordBodyLen(r)
+	if n >= 0 {
+		bodyLen += varintLen(int64(n)) + n - bytesLen(r.Value)
 	}
 	ts := r.TimestampDelta64
 	if ts == 0 {
 		ts = int64(r.TimestampDelta)
 	}
-	dst = binary.AppendVarint(dst, int64(recordBodyLen(r)-bytesLen(r.Value)+varintLen(int64(n))+n))
+	dst = binary.AppendVarint(dst, int64(bodyLen))
 	dst = append(dst, byte(r.Attributes))
 	dst = binary.AppendVarint(dst, ts)
 	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
 	dst = appendBytes(dst, r.Key)
-	dst = binary.AppendVarint(dst, int64(n))
-	before := len(dst)
-	dst, err := rw.Append(dst, i)
-	if err != nil {
-		return nil, err
-	}
-	if len(dst)-before != n {
-		return nil, fmt.Errorf("record %d: a rewritten value of %d bytes, announced as %d", i, len(dst)-before, n)
+	if n < 0 {
+		dst = appendBytes(dst, r.Value)
+	} else {
+		dst = binary.AppendVarint(dst, int64(n))
+		before := len(dst)
+		var err error
+		if dst, err = rw.Append(dst, i); err != nil {
+			return nil, err
+		}
+		if len(dst)-before != n {
+			return nil, fmt.Errorf("record %d: a rewritten value of %d bytes, announced as %d", i, len(dst)-before, n)
+		}
 	}
 	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
 	for _, h := range r.Headers {
@@ -227,9 +230,9 @@ func appendBytes(dst, b []byte) []byte {
 	return append(binary.AppendVarint(dst, int64(len(b))), b...)
 }
 
-// recordBodyLen is the size of a record after its length field, as kmsg.Record.AppendTo
-// writes it, computed rather than written out (records are large; writing each one twice
-// was most of the cost of re-encoding a batch).
+// recordBodyLen is the size of a record after its length field, as appendRecord writes it,
+// computed rather than written out (records are large; writing each one twice was most of the
+// cost of re-encoding a batch).
 func recordBodyLen(r *kmsg.Record) int {
 	ts := r.TimestampDelta64
 	if ts == 0 {
