@@ -125,7 +125,7 @@ func build(raw json.RawMessage, readFile filter.ReadFile) (*encryptor, error) {
 		var kc struct {
 			KeyDir string `json:"keyDir"`
 		}
-		if err := json.Unmarshal(cfg.KMSConfig, &kc); err != nil || kc.KeyDir == "" {
+		if err := strictJSON(cfg.KMSConfig, &kc); err != nil || kc.KeyDir == "" {
 			return nil, fmt.Errorf("kmsConfig: %s needs keyDir, the folder of a mounted Secret ($(secretDir:…))", KMSSecret)
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
