@@ -44,6 +44,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		// Group=kafka.strimzi.io, Version=v1beta2
 	case v1beta2.SchemeGroupVersion.WithKind("BindingReference"):
 		return &kafkav1beta2.BindingReferenceApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("BindingTarget"):
+		return &kafkav1beta2.BindingTargetApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("ClusterTarget"):
+		return &kafkav1beta2.ClusterTargetApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("KafkaConnection"):
 		return &kafkav1beta2.KafkaConnectionApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("KafkaConnectionSpec"):
@@ -58,6 +62,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kafkav1beta2.OAuthClientApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("SecretReference"):
 		return &kafkav1beta2.SecretReferenceApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("StretchStatus"):
+		return &kafkav1beta2.StretchStatusApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("TargetStatus"):
+		return &kafkav1beta2.TargetStatusApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("UserReference"):
 		return &kafkav1beta2.UserReferenceApplyConfiguration{}
 

@@ -68,6 +68,13 @@ const (
 	// ReasonRefNotPermitted: a cross-namespace reference has no ReferenceGrant allowing it; set by
 	// the controller, which then copies no credentials.
 	ReasonRefNotPermitted = "RefNotPermitted"
+	// ReasonStretchAddressUnknown: the Kafka is a stretch cluster and the chosen in-cluster
+	// listener's bootstrap Service is neither exported (ServiceExport) nor in node pools with
+	// Submariner cluster ids, so no address reaches it from every member cluster.
+	ReasonStretchAddressUnknown = "StretchAddressUnknown"
+	// ReasonTargetsUnavailable: a member cluster target cannot be reached or written; set by the
+	// controller, per target in status.targets.
+	ReasonTargetsUnavailable = "TargetsUnavailable"
 )
 
 // Failure says why a binding cannot be built: a reason from the list above and a message for

@@ -66,6 +66,20 @@ status:
   - {name: route, bootstrapServers: "my-cluster-kafka-route-bootstrap-kafka.apps.example.com:443"}
 `
 
+// kafkaV1's SCRAM listener on a stretch Kafka (Strimzi's stretch cluster proposal).
+const stretchKafka = `
+apiVersion: kafka.strimzi.io/v1
+kind: Kafka
+metadata: {name: my-cluster, namespace: kafka, annotations: {strimzi.io/stretch-mode: enabled}}
+spec:
+  kafka:
+    listeners:
+    - {name: scram, port: 9094, type: internal, tls: true, authentication: {type: scram-sha-512}}
+status:
+  listeners:
+  - {name: scram, bootstrapServers: "my-cluster-kafka-bootstrap.kafka.svc:9094"}
+`
+
 // The Strimzi listener proposal's old object form, with the status of those releases (by type).
 const kafkaOldForm = `
 apiVersion: kafka.strimzi.io/v1beta1
@@ -195,6 +209,12 @@ func TestGoldenBindingSecrets(t *testing.T) {
 			in: Input{Kafka: parseKafkaYAML(t, kafkaV1), User: parseUserYAML(t, tlsUser),
 				UserSecret: p.tlsSecret(), CASecret: p.renewalCASecret(), StoreFormats: []string{FormatPEM}},
 		},
+		"a stretch Kafka without a ServiceExport gets one Submariner address per member cluster": {
+			golden: "stretch-per-cluster",
+			in: Input{Kafka: parseKafkaYAML(t, stretchKafka), User: parseUserYAML(t, scramUser),
+				UserSecret: p.scramSecret(), CASecret: p.caSecret(), StoreFormats: []string{FormatPEM},
+				Stretch: StretchInput{ClusterIDs: []string{"cluster1", "cluster2"}}},
+		},
 		"a CA Secret without ca.p12 and ca.password gets a derived password": {
 			golden: "no-source-stores",
 			in: Input{Kafka: parseKafkaYAML(t, kafkaV1), User: parseUserYAML(t, tlsUser),
@@ -226,8 +246,12 @@ func TestGoldenBindingSecrets(t *testing.T) {
 func renderResult(t testing.TB, name string, res Result) []byte {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %s\nlistener: %s\nbootstrapServers: %s\nsecurityProtocol: %s\ndata:\n",
+	fmt.Fprintf(&b, "# %s\nlistener: %s\nbootstrapServers: %s\nsecurityProtocol: %s\n",
 		name, res.Choice.Listener.Name, res.Choice.BootstrapServers, res.Choice.SecurityProtocol)
+	if res.Stretch != nil {
+		fmt.Fprintf(&b, "stretch: %s %v\n", res.Stretch.Addressing, res.Stretch.Clusters)
+	}
+	b.WriteString("data:\n")
 	keys := make([]string, 0, len(res.Data))
 	for k := range res.Data {
 		keys = append(keys, k)

@@ -395,12 +395,16 @@ type Input struct {
 	StoreFormats []string
 	// Cache, when set, memoizes PKCS12 and JKS stores across calls; see StoreCache.
 	Cache *StoreCache
+	// Stretch is read when the Kafka is a stretch cluster (Kafka.Stretch).
+	Stretch StretchInput
 }
 
 // Result is a computed binding: the listener chosen and the Secret data.
 type Result struct {
 	Choice Choice
 	Data   map[string][]byte
+	// Stretch is how a stretch Kafka's bootstrap servers were chosen; nil for other Kafkas.
+	Stretch *Stretch
 }
 
 // Build chooses the listener and assembles the Secret: ChooseListener then AssembleSecret.
@@ -415,6 +419,12 @@ func Build(in Input) (Result, *Failure) {
 	if f != nil {
 		return Result{}, f
 	}
+	var stretch *Stretch
+	if in.Kafka.Stretch {
+		if choice, stretch, f = StretchBootstrap(choice, in.Stretch); f != nil {
+			return Result{Choice: choice}, f
+		}
+	}
 	data, f := AssembleSecret(SecretInput{
 		Choice:       choice,
 		CASecret:     in.CASecret,
@@ -427,9 +437,9 @@ func Build(in Input) (Result, *Failure) {
 		Cache:        in.Cache,
 	})
 	if f != nil {
-		return Result{Choice: choice}, f
+		return Result{Choice: choice, Stretch: stretch}, f
 	}
-	return Result{Choice: choice, Data: data}, nil
+	return Result{Choice: choice, Data: data, Stretch: stretch}, nil
 }
 
 // cacheKey digests everything a set of stores is built from.

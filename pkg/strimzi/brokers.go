@@ -5,6 +5,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Node pools: the KafkaNodePool kind, and the broker nodes of a Kafka.
@@ -25,6 +28,9 @@ type KafkaNodePool struct {
 	Roles []string
 	// NodeIDs are status.nodeIds: the node ids Strimzi assigned to the pool's pods.
 	NodeIDs []int32
+	// SubmarinerClusterID is spec.crossClusterTechnology.configuration.submarinerClusterId when
+	// the pool's technology is submariner (a stretch cluster's member); empty otherwise.
+	SubmarinerClusterID string
 }
 
 // Broker is one broker node of a Kafka.
@@ -65,6 +71,9 @@ func ParseKafkaNodePool(obj map[string]any) (*KafkaNodePool, error) {
 	if p.Roles, err = stringList(spec, "roles", "spec.roles"); err != nil {
 		return nil, err
 	}
+	if p.SubmarinerClusterID, err = submarinerClusterID(spec); err != nil {
+		return nil, err
+	}
 	status, err := optMap(obj, "status", "status")
 	if err != nil {
 		return nil, err
@@ -85,6 +94,43 @@ func ParseKafkaNodePool(obj map[string]any) (*KafkaNodePool, error) {
 		p.NodeIDs = append(p.NodeIDs, int32(id))
 	}
 	return p, nil
+}
+
+// submarinerClusterID reads spec.crossClusterTechnology of a stretch cluster's node pool.
+func submarinerClusterID(spec map[string]any) (string, error) {
+	const path = "spec.crossClusterTechnology"
+	cct, err := optMap(spec, "crossClusterTechnology", path)
+	if err != nil {
+		return "", err
+	}
+	tech, err := optString(cct, "technology", path+".technology")
+	if err != nil || !strings.EqualFold(tech, TechnologySubmariner) {
+		return "", err
+	}
+	conf, err := optMap(cct, "configuration", path+".configuration")
+	if err != nil {
+		return "", err
+	}
+	id, err := optString(conf, "submarinerClusterId", path+".configuration.submarinerClusterId")
+	if err != nil {
+		return "", err
+	}
+	if id != "" && len(validation.IsDNS1123Label(id)) > 0 {
+		return "", fieldErr(path+".configuration.submarinerClusterId", "must be a DNS label, got %q", id)
+	}
+	return id, nil
+}
+
+// SubmarinerClusterIDs are the distinct Submariner cluster ids of a Kafka's node pools, sorted.
+func SubmarinerClusterIDs(k *Kafka, pools []*KafkaNodePool) []string {
+	var ids []string
+	for _, p := range pools {
+		if p != nil && p.Namespace == k.Namespace && p.Cluster == k.Name && p.SubmarinerClusterID != "" {
+			ids = append(ids, p.SubmarinerClusterID)
+		}
+	}
+	sort.Strings(ids)
+	return slices.Compact(ids)
 }
 
 // stringList reads an optional list of strings.

@@ -10,7 +10,7 @@ import (
 func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
 	kafka := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kafka.strimzi.io/v1", "kind": "Kafka",
-		"metadata": map[string]any{"name": "k", "namespace": "ns", "generation": int64(2), "annotations": map[string]any{"big": "x"}},
+		"metadata": map[string]any{"name": "k", "namespace": "ns", "generation": int64(2), "annotations": map[string]any{"big": "x", AnnotationStretchMode: "enabled"}},
 		"spec": map[string]any{"kafka": map[string]any{
 			"config":    map[string]any{"big": "x"},
 			"replicas":  int64(3),
@@ -23,21 +23,22 @@ func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
 	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "kafka", "config"); found {
 		t.Error("spec.kafka.config kept")
 	}
-	if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "annotations"); found {
-		t.Error("annotations kept")
+	if a := u.GetAnnotations(); len(a) != 1 {
+		t.Errorf("annotations after pruning: %v, want only %s", a, AnnotationStretchMode)
 	}
 	k, err := ParseKafka(u.Object)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.Name != "k" || k.Namespace != "ns" || k.Generation != 2 || k.Replicas != 3 || len(k.Listeners) != 1 || len(k.Status.Listeners) != 1 {
+	if k.Name != "k" || k.Namespace != "ns" || k.Generation != 2 || k.Replicas != 3 || !k.Stretch || len(k.Listeners) != 1 || len(k.Status.Listeners) != 1 {
 		t.Errorf("parsed after pruning: %+v", k)
 	}
 
 	pool := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kafka.strimzi.io/v1", "kind": "KafkaNodePool",
 		"metadata": map[string]any{"name": "broker", "namespace": "ns", "labels": map[string]any{LabelCluster: "k", "other": "x"}},
-		"spec":     map[string]any{"roles": []any{"broker"}, "replicas": int64(3), "storage": map[string]any{"type": "ephemeral"}},
+		"spec": map[string]any{"roles": []any{"broker"}, "replicas": int64(3), "storage": map[string]any{"type": "ephemeral"},
+			"crossClusterTechnology": map[string]any{"technology": "submariner", "configuration": map[string]any{"submarinerClusterId": "cluster1"}}},
 		"status":   map[string]any{"nodeIds": []any{int64(0), int64(1), int64(2)}, "conditions": []any{}},
 	}}
 	pruned, _ = PruneKafkaNodePool(pool)
@@ -52,7 +53,7 @@ func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &KafkaNodePool{Namespace: "ns", Name: "broker", Cluster: "k", Roles: []string{"broker"}, NodeIDs: []int32{0, 1, 2}}
+	want := &KafkaNodePool{Namespace: "ns", Name: "broker", Cluster: "k", Roles: []string{"broker"}, NodeIDs: []int32{0, 1, 2}, SubmarinerClusterID: "cluster1"}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("parsed after pruning: %+v, want %+v", p, want)
 	}
@@ -69,6 +70,33 @@ func TestParseKafkaNodePoolRefusesBadNodeIDs(t *testing.T) {
 		if _, err := ParseKafkaNodePool(obj); err == nil {
 			t.Errorf("%s: nodeIds %v accepted", name, ids)
 		}
+	}
+}
+
+func TestStretchFields(t *testing.T) {
+	for value, want := range map[string]bool{"enabled": true, "disabled": false, "": false} {
+		k, err := ParseKafka(map[string]any{"metadata": map[string]any{"name": "k", "annotations": map[string]any{AnnotationStretchMode: value}}})
+		if err != nil || k.Stretch != want {
+			t.Errorf("stretch-mode %q: Stretch %v, %v; want %v", value, k != nil && k.Stretch, err, want)
+		}
+	}
+	pool := func(tech, id string) map[string]any {
+		return map[string]any{"metadata": map[string]any{"name": "p", "namespace": "ns", "labels": map[string]any{LabelCluster: "k"}},
+			"spec": map[string]any{"crossClusterTechnology": map[string]any{"technology": tech, "configuration": map[string]any{"submarinerClusterId": id}}}}
+	}
+	if _, err := ParseKafkaNodePool(pool("submariner", "Not_A_Label")); err == nil {
+		t.Error("a cluster id that is no DNS label accepted")
+	}
+	var pools []*KafkaNodePool
+	for _, obj := range []map[string]any{pool("submariner", "c2"), pool("Submariner", "c1"), pool("submariner", "c2"), pool("skupper", "c3")} {
+		p, err := ParseKafkaNodePool(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pools = append(pools, p)
+	}
+	if got := SubmarinerClusterIDs(&Kafka{Namespace: "ns", Name: "k"}, pools); !reflect.DeepEqual(got, []string{"c1", "c2"}) {
+		t.Errorf("cluster ids %v, want [c1 c2]", got)
 	}
 }
 

@@ -18,7 +18,8 @@ func GVRs(resource string) []schema.GroupVersionResource {
 // part of objects that can be large (a Kafka's spec carries the whole broker configuration, a
 // KafkaUser its ACLs and quotas, and there may be thousands of users).
 func PruneKafka(obj any) (any, error) {
-	return prune(obj, [][]string{{"spec", "kafka", "listeners"}, {"spec", "kafka", "replicas"}, {"status"}}), nil
+	return prune(obj, [][]string{{"metadata", "annotations", AnnotationStretchMode},
+		{"spec", "kafka", "listeners"}, {"spec", "kafka", "replicas"}, {"status"}}), nil
 }
 
 // PruneKafkaUser is the cache transform of KafkaUsers (see PruneKafka).
@@ -28,7 +29,8 @@ func PruneKafkaUser(obj any) (any, error) {
 
 // PruneKafkaNodePool is the cache transform of KafkaNodePools (see PruneKafka).
 func PruneKafkaNodePool(obj any) (any, error) {
-	return prune(obj, [][]string{{"metadata", "labels", LabelCluster}, {"spec", "roles"}, {"status", "nodeIds"}}), nil
+	return prune(obj, [][]string{{"metadata", "labels", LabelCluster}, {"spec", "roles"},
+		{"spec", "crossClusterTechnology"}, {"status", "nodeIds"}}), nil
 }
 
 // prune keeps an object's identity and the fields at the given paths.

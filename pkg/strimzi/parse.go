@@ -37,6 +37,9 @@ func ParseKafka(obj map[string]any) (*Kafka, error) {
 	if k.Namespace, k.Name, k.Generation, err = parseMeta(obj); err != nil {
 		return nil, err
 	}
+	if k.Stretch, err = stretchMode(obj); err != nil {
+		return nil, err
+	}
 	spec, err := optMap(obj, "spec", "spec")
 	if err != nil {
 		return nil, err
@@ -70,6 +73,17 @@ func ParseKafka(obj map[string]any) (*Kafka, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// stretchMode reads the strimzi.io/stretch-mode annotation: only "enabled" turns it on.
+func stretchMode(obj map[string]any) (bool, error) {
+	meta, _ := optMap(obj, "metadata", "metadata")
+	annotations, err := optMap(meta, "annotations", "metadata.annotations")
+	if err != nil {
+		return false, err
+	}
+	v, err := optString(annotations, AnnotationStretchMode, "metadata.annotations."+AnnotationStretchMode)
+	return v == "enabled", err
 }
 
 // ParseKafkaUser reads a Strimzi KafkaUser from unstructured content of apiVersion

@@ -28,6 +28,12 @@ const (
 const (
 	// LabelCluster is the label Strimzi puts on KafkaUsers and their Secrets naming the Kafka.
 	LabelCluster = "strimzi.io/cluster"
+	// AnnotationStretchMode, set to "enabled" on a Kafka, makes it a stretch cluster whose node
+	// pools run in several Kubernetes clusters (Strimzi's stretch cluster proposal).
+	AnnotationStretchMode = "strimzi.io/stretch-mode"
+	// TechnologySubmariner is the crossClusterTechnology whose per-cluster service names are
+	// <submarinerClusterId>.<service>.<namespace>.svc.clusterset.local.
+	TechnologySubmariner = "submariner"
 	// ClusterCACertSuffix is appended to the Kafka name to name the cluster CA certificate Secret.
 	ClusterCACertSuffix = "-cluster-ca-cert"
 	// ConditionReady is the condition type Strimzi sets when a resource is reconciled.
@@ -146,7 +152,9 @@ type Kafka struct {
 	Listeners []Listener
 	// Replicas is spec.kafka.replicas, the broker count of a Kafka without node pools.
 	Replicas int32
-	Status   KafkaStatus
+	// Stretch is set when the Kafka is annotated strimzi.io/stretch-mode: enabled.
+	Stretch bool
+	Status  KafkaStatus
 }
 
 // KafkaStatus holds the status fields of a Kafka that kafkalink reads.

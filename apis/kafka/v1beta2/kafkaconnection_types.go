@@ -22,6 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Bootstrap",type=string,JSONPath=`.status.bootstrapServers`,priority=1
+// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.targets[*].name`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KafkaConnection struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -70,6 +71,52 @@ type KafkaConnectionSpec struct {
 	// +kubebuilder:validation:MaxItems=3
 	// +kubebuilder:validation:items:Enum=PEM;PKCS12;JKS
 	StoreFormats []string `json:"storeFormats,omitempty"`
+	// Targets are member clusters where the same binding Secret is also written, for
+	// applications that run there (a stretch Kafka's member clusters, for example). Each is
+	// reached through a kubeconfig Secret in this namespace, as Strimzi's KafkaNodePool
+	// spec.target names one. The copies are removed when the connection or the target goes
+	// (finalizer kafkalink.io/member-bindings). docs/stretch.md has the model and the RBAC.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Targets []BindingTarget `json:"targets,omitempty"`
+}
+
+// BindingTarget is a member cluster and namespace that receive a copy of the binding Secret.
+type BindingTarget struct {
+	// Name identifies the target in status and in the annotation that abandons a copy
+	// (kafkalink.io/abandon-targets); the member cluster's name, such as member-a.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Cluster says how to reach the member cluster.
+	// +required
+	Cluster ClusterTarget `json:"cluster"`
+	// Namespace in the member cluster where the Secret is written; the connection's namespace
+	// when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ClusterTarget reaches a Kubernetes cluster, in the shape of Strimzi's KafkaNodePool spec.target.
+type ClusterTarget struct {
+	// ClusterURL is the member's API server URL; the kubeconfig's server when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://`
+	ClusterURL string `json:"clusterUrl,omitempty"`
+	// Secret names a Secret in the connection's namespace whose key kubeconfig holds a
+	// kubeconfig for the member cluster (a ServiceAccount token kubeconfig is the documented
+	// way). Its credentials decide what kafkalink may do there.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Secret string `json:"secret"`
 }
 
 // Kinds a KafkaConnection can name in spec.kafka.
@@ -187,6 +234,63 @@ type KafkaConnectionStatus struct {
 	// BootstrapServers are the bootstrap servers written to the binding.
 	// +optional
 	BootstrapServers string `json:"bootstrapServers,omitempty"`
+	// Stretch says, for a stretch Kafka (annotated strimzi.io/stretch-mode: enabled), how the
+	// bootstrap servers reach it from every member cluster.
+	// +optional
+	Stretch *StretchStatus `json:"stretch,omitempty"`
+	// Targets report each member cluster's copy of the binding Secret.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Targets []TargetStatus `json:"targets,omitempty"`
+}
+
+// Addressing modes of a stretch Kafka's bootstrap servers.
+const (
+	// AddressingServiceExport: the clusterset name of the exported bootstrap Service
+	// (<service>.<namespace>.svc.clusterset.local), served by every member that exports it.
+	AddressingServiceExport = "ServiceExport"
+	// AddressingPerCluster: one Submariner per-cluster name for each member cluster
+	// (<clusterId>.<service>.<namespace>.svc.clusterset.local).
+	AddressingPerCluster = "PerCluster"
+	// AddressingExternal: the listener's own addresses, which are outside every cluster.
+	AddressingExternal = "External"
+)
+
+// StretchStatus is how a stretch Kafka's bootstrap servers survive the loss of one cluster.
+type StretchStatus struct {
+	// Addressing is ServiceExport, PerCluster or External.
+	// +required
+	Addressing string `json:"addressing"`
+	// Clusters are the Submariner cluster ids (of the Kafka's node pools) the addresses cover.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	Clusters []string `json:"clusters,omitempty"`
+}
+
+// TargetStatus is the state of one member cluster's copy of the binding Secret.
+type TargetStatus struct {
+	// Name is the target's name in spec.targets.
+	// +required
+	Name string `json:"name"`
+	// Namespace is where the copy is in the member cluster.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Reachable is whether the member's API server answered kafkalink's last request.
+	// +required
+	Reachable bool `json:"reachable"`
+	// Synced is whether the copy holds the current binding.
+	// +required
+	Synced bool `json:"synced"`
+	// LastSyncTime is when the copy last became current.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Message says what failed, when something did; it never holds credentials.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // BindingReference names the binding Secret.

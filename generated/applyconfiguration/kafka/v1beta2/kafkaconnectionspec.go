@@ -35,6 +35,12 @@ type KafkaConnectionSpecApplyConfiguration struct {
 	// The default, PEM and PKCS12, is the proposal's. Spring Cloud Bindings (2.0.2 and later)
 	// and Quarkus read every entry as UTF-8 text and fail to start on binary entries: set [PEM].
 	StoreFormats []string `json:"storeFormats,omitempty"`
+	// Targets are member clusters where the same binding Secret is also written, for
+	// applications that run there (a stretch Kafka's member clusters, for example). Each is
+	// reached through a kubeconfig Secret in this namespace, as Strimzi's KafkaNodePool
+	// spec.target names one. The copies are removed when the connection or the target goes
+	// (finalizer kafkalink.io/member-bindings). docs/stretch.md has the model and the RBAC.
+	Targets []BindingTargetApplyConfiguration `json:"targets,omitempty"`
 }
 
 // KafkaConnectionSpecApplyConfiguration constructs a declarative configuration of the KafkaConnectionSpec type for use with
@@ -73,6 +79,19 @@ func (b *KafkaConnectionSpecApplyConfiguration) WithOAuth(value *OAuthClientAppl
 func (b *KafkaConnectionSpecApplyConfiguration) WithStoreFormats(values ...string) *KafkaConnectionSpecApplyConfiguration {
 	for i := range values {
 		b.StoreFormats = append(b.StoreFormats, values[i])
+	}
+	return b
+}
+
+// WithTargets adds the given value to the Targets field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Targets field.
+func (b *KafkaConnectionSpecApplyConfiguration) WithTargets(values ...*BindingTargetApplyConfiguration) *KafkaConnectionSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithTargets")
+		}
+		b.Targets = append(b.Targets, *values[i])
 	}
 	return b
 }

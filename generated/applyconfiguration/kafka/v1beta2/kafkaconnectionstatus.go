@@ -37,6 +37,11 @@ type KafkaConnectionStatusApplyConfiguration struct {
 	Listener *string `json:"listener,omitempty"`
 	// BootstrapServers are the bootstrap servers written to the binding.
 	BootstrapServers *string `json:"bootstrapServers,omitempty"`
+	// Stretch says, for a stretch Kafka (annotated strimzi.io/stretch-mode: enabled), how the
+	// bootstrap servers reach it from every member cluster.
+	Stretch *StretchStatusApplyConfiguration `json:"stretch,omitempty"`
+	// Targets report each member cluster's copy of the binding Secret.
+	Targets []TargetStatusApplyConfiguration `json:"targets,omitempty"`
 }
 
 // KafkaConnectionStatusApplyConfiguration constructs a declarative configuration of the KafkaConnectionStatus type for use with
@@ -87,5 +92,26 @@ func (b *KafkaConnectionStatusApplyConfiguration) WithListener(value string) *Ka
 // If called multiple times, the BootstrapServers field is set to the value of the last call.
 func (b *KafkaConnectionStatusApplyConfiguration) WithBootstrapServers(value string) *KafkaConnectionStatusApplyConfiguration {
 	b.BootstrapServers = &value
+	return b
+}
+
+// WithStretch sets the Stretch field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Stretch field is set to the value of the last call.
+func (b *KafkaConnectionStatusApplyConfiguration) WithStretch(value *StretchStatusApplyConfiguration) *KafkaConnectionStatusApplyConfiguration {
+	b.Stretch = value
+	return b
+}
+
+// WithTargets adds the given value to the Targets field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Targets field.
+func (b *KafkaConnectionStatusApplyConfiguration) WithTargets(values ...*TargetStatusApplyConfiguration) *KafkaConnectionStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithTargets")
+		}
+		b.Targets = append(b.Targets, *values[i])
+	}
 	return b
 }
