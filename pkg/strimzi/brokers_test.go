@@ -39,7 +39,7 @@ func TestPruneKeepsWhatTheParsersRead(t *testing.T) {
 		"metadata": map[string]any{"name": "broker", "namespace": "ns", "labels": map[string]any{LabelCluster: "k", "other": "x"}},
 		"spec": map[string]any{"roles": []any{"broker"}, "replicas": int64(3), "storage": map[string]any{"type": "ephemeral"},
 			"crossClusterTechnology": map[string]any{"technology": "submariner", "configuration": map[string]any{"submarinerClusterId": "cluster1"}}},
-		"status":   map[string]any{"nodeIds": []any{int64(0), int64(1), int64(2)}, "conditions": []any{}},
+		"status": map[string]any{"nodeIds": []any{int64(0), int64(1), int64(2)}, "conditions": []any{}},
 	}}
 	pruned, _ = PruneKafkaNodePool(pool)
 	u = pruned.(*unstructured.Unstructured)
