@@ -98,6 +98,7 @@ type reconciler struct {
 	strimzi     *strimziWatch
 	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
 	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
+	stretch     *stretchWatch                // node pools and ServiceExports; see stretch.go
 	cache       *binding.StoreCache
 	recorder    record.EventRecorder
 	clock       clock.PassiveClock
@@ -204,6 +205,9 @@ func (r *reconciler) watchOptional(ctx context.Context, env operator.Env, c *con
 	}
 	r.grants.OnServed(enqueueAll)
 	if r.gatewaysAPI, err = newGatewayAPIWatch(ctx, env, enqueueAll); err != nil {
+		return err
+	}
+	if r.stretch, err = newStretchWatch(ctx, env, r, c, enqueueAll); err != nil {
 		return err
 	}
 	c.WaitFor(r.grants.HasSynced, r.strimzi.HasSynced, r.gatewaysAPI.HasSynced)

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +149,9 @@ func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziSta
 		return in, &binding.Failure{Reason: binding.ReasonKafkaInvalid, Message: fmt.Sprintf("Kafka %s cannot be read: %v", kk, err)}
 	}
 	in.Kafka = k
+	if k.Stretch {
+		in.Stretch = r.stretch.input(k)
+	}
 	if s, err := r.sources.Secrets(kk.Namespace).Get(strimzi.ClusterCASecretName(kk.Name)); err == nil {
 		in.CASecret = &binding.SecretData{Name: s.Name, Data: s.Data}
 	}
@@ -379,6 +383,11 @@ func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failu
 	if secretExists {
 		st.Binding = &kafkav1beta2.BindingReference{Name: conn.Name}
 	}
+	if res.Stretch != nil {
+		st.Stretch = &kafkav1beta2.StretchStatus{Addressing: res.Stretch.Addressing, Clusters: res.Stretch.Clusters}
+	} else if failure != nil && secretExists {
+		st.Stretch = conn.Status.Stretch
+	}
 	st.Conditions = []metav1.Condition{cond}
 	return st
 }
@@ -394,6 +403,9 @@ func sameStatus(a, b *kafkav1beta2.KafkaConnectionStatus) bool {
 		return false
 	}
 	if (a.Binding == nil) != (b.Binding == nil) || (a.Binding != nil && a.Binding.Name != b.Binding.Name) {
+		return false
+	}
+	if !equality.Semantic.DeepEqual(a.Stretch, b.Stretch) {
 		return false
 	}
 	ca, cb := readyCondition(a), readyCondition(b)
@@ -430,6 +442,9 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	}
 	if want.BootstrapServers != "" {
 		sac.WithBootstrapServers(want.BootstrapServers)
+	}
+	if st := want.Stretch; st != nil {
+		sac.WithStretch(kafkav1beta2ac.StretchStatus().WithAddressing(st.Addressing).WithClusters(st.Clusters...))
 	}
 	ac := kafkav1beta2ac.KafkaConnection(conn.Name, conn.Namespace).WithStatus(sac)
 	if _, err := r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).ApplyStatus(ctx, ac,

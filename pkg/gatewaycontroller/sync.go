@@ -695,24 +695,9 @@ func (c *Controller) gatherKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute) ([]
 	return kafkas, errs, c.nodePoolsIn(namespaces)
 }
 
-// nodePoolsIn reads the cached KafkaNodePools of some namespaces; one that does not parse is
-// left out, so its Kafka's brokers come from the others.
+// nodePoolsIn reads the cached KafkaNodePools of some namespaces.
 func (c *Controller) nodePoolsIn(namespaces map[string]bool) []*strimzi.KafkaNodePool {
-	idx := c.nodePools.Indexer()
-	if idx == nil || len(namespaces) == 0 {
-		return nil
-	}
-	var pools []*strimzi.KafkaNodePool
-	for _, o := range idx.List() {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok || !namespaces[u.GetNamespace()] {
-			continue
-		}
-		if p, err := strimzi.ParseKafkaNodePool(u.Object); err == nil {
-			pools = append(pools, p)
-		}
-	}
-	return pools
+	return strimzi.CachedNodePools(c.nodePools.Indexer(), namespaces)
 }
 
 // kafkasOf lists the cached Kafkas of a namespace, parsed.

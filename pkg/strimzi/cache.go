@@ -3,6 +3,7 @@ package strimzi
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 )
 
 // GVRs are a Strimzi resource in the versions kafkalink reads, newest first: an informer watches
@@ -61,4 +62,25 @@ func prune(obj any, keep [][]string) any {
 	}
 	u.Object = out
 	return u
+}
+
+// CachedNodePools parses the KafkaNodePools a cache (of PruneKafkaNodePool objects, indexed by
+// namespace) holds in the given namespaces; one that does not parse is left out, so its Kafka's
+// brokers come from the others. A nil cache holds none.
+func CachedNodePools(idx cache.Indexer, namespaces map[string]bool) []*KafkaNodePool {
+	if idx == nil {
+		return nil
+	}
+	var pools []*KafkaNodePool
+	for ns := range namespaces {
+		objs, _ := idx.ByIndex(cache.NamespaceIndex, ns)
+		for _, o := range objs {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				if p, err := ParseKafkaNodePool(u.Object); err == nil {
+					pools = append(pools, p)
+				}
+			}
+		}
+	}
+	return pools
 }
