@@ -99,6 +99,7 @@ type reconciler struct {
 	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
 	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
 	stretch     *stretchWatch                // node pools and ServiceExports; see stretch.go
+	targets     *targets                     // copies in member clusters; see targets.go
 	cache       *binding.StoreCache
 	recorder    record.EventRecorder
 	clock       clock.PassiveClock
@@ -152,6 +153,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		clock:    clock.RealClock{},
 	}
 	c := controller.New(QueueName, r.sync)
+	r.targets = newTargets(ctx, r, c)
 	if err := r.watchOptional(ctx, env, c); err != nil {
 		return nil, err
 	}

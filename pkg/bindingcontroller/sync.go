@@ -43,7 +43,8 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		return err
 	}
 	if conn.DeletionTimestamp != nil {
-		return nil
+		// Garbage collection deletes the Secret; copies in member clusters are ours to remove.
+		return r.finalize(ctx, conn)
 	}
 	var res binding.Result
 	var failure *binding.Failure
@@ -104,7 +105,25 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretDeleted, "Deleted Secret %s: %s", conn.Name, failure.Message)
 		logger.V(2).Info("Deleted binding Secret", "reason", failure.Reason)
 	}
-	return r.writeStatus(ctx, conn, desiredStatus(conn, res, failure, secretExists), failure)
+	return r.finish(ctx, conn, res, failure, secretExists)
+}
+
+// finish brings the member clusters' copies along (spec.targets; see targets.go) and writes the
+// status. The copies get the current binding when it is bound, are removed when its credentials
+// may no longer be shared, and otherwise keep their last good data, as the Secret does.
+func (r *reconciler) finish(ctx context.Context, conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, secretExists bool) error {
+	var data map[string][]byte
+	if failure == nil {
+		data = res.Data
+	}
+	withdrawn := failure != nil && failure.Reason == binding.ReasonRefNotPermitted
+	allGone := r.targets.want(conn, data, withdrawn)
+	if err := r.setFinalizer(ctx, conn, !allGone); err != nil {
+		return err
+	}
+	want := desiredStatus(conn, res, failure, secretExists)
+	want.Targets = r.targets.statuses(conn)
+	return r.writeStatus(ctx, conn, want, failure)
 }
 
 // buildKafka gathers and builds the binding of a connection to a Kafka; err is an API error
@@ -405,7 +424,7 @@ func sameStatus(a, b *kafkav1beta2.KafkaConnectionStatus) bool {
 	if (a.Binding == nil) != (b.Binding == nil) || (a.Binding != nil && a.Binding.Name != b.Binding.Name) {
 		return false
 	}
-	if !equality.Semantic.DeepEqual(a.Stretch, b.Stretch) {
+	if !equality.Semantic.DeepEqual(a.Stretch, b.Stretch) || !equality.Semantic.DeepEqual(a.Targets, b.Targets) {
 		return false
 	}
 	ca, cb := readyCondition(a), readyCondition(b)
@@ -443,6 +462,7 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	if want.BootstrapServers != "" {
 		sac.WithBootstrapServers(want.BootstrapServers)
 	}
+	sac.WithTargets(targetStatusApply(want.Targets)...)
 	if st := want.Stretch; st != nil {
 		sac.WithStretch(kafkav1beta2ac.StretchStatus().WithAddressing(st.Addressing).WithClusters(st.Clusters...))
 	}

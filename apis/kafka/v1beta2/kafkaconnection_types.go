@@ -275,9 +275,13 @@ type TargetStatus struct {
 	// Name is the target's name in spec.targets.
 	// +required
 	Name string `json:"name"`
+	// Cluster is the target's member cluster, kept so a copy can be removed after its target
+	// left spec.targets.
+	// +required
+	Cluster ClusterTarget `json:"cluster"`
 	// Namespace is where the copy is in the member cluster.
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	// +required
+	Namespace string `json:"namespace"`
 	// Reachable is whether the member's API server answered kafkalink's last request.
 	// +required
 	Reachable bool `json:"reachable"`

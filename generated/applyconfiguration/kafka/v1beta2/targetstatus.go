@@ -29,6 +29,9 @@ import (
 type TargetStatusApplyConfiguration struct {
 	// Name is the target's name in spec.targets.
 	Name *string `json:"name,omitempty"`
+	// Cluster is the target's member cluster, kept so a copy can be removed after its target
+	// left spec.targets.
+	Cluster *ClusterTargetApplyConfiguration `json:"cluster,omitempty"`
 	// Namespace is where the copy is in the member cluster.
 	Namespace *string `json:"namespace,omitempty"`
 	// Reachable is whether the member's API server answered kafkalink's last request.
@@ -52,6 +55,14 @@ func TargetStatus() *TargetStatusApplyConfiguration {
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *TargetStatusApplyConfiguration) WithName(value string) *TargetStatusApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithCluster sets the Cluster field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Cluster field is set to the value of the last call.
+func (b *TargetStatusApplyConfiguration) WithCluster(value *ClusterTargetApplyConfiguration) *TargetStatusApplyConfiguration {
+	b.Cluster = value
 	return b
 }
 

@@ -1,0 +1,219 @@
+// Package member reaches member clusters: Kubernetes clusters other than the one kafkalink runs
+// in, each named by a kubeconfig Secret in that central cluster (the shape Strimzi's stretch
+// cluster proposal gives KafkaNodePool spec.target).
+//
+// Each member has its own client, its own Secret informers (one per namespace it writes to,
+// started when first needed) and its own work queue and worker. So a member that does not
+// answer only slows its own queue: the others and the central reconciliation go on, and its
+// failed items are retried with backoff until it answers again, with no restart. A member is
+// created on its first item and closed when the last item referring to it is released.
+//
+// Kubeconfigs are credentials: they are read from the API server when needed (never cached by an
+// informer), never logged, and never put in an error message.
+package member
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// KubeconfigKey is the key of a member's kubeconfig in its Secret.
+const KubeconfigKey = "kubeconfig"
+
+// Ref names a member cluster: a kubeconfig Secret of the central cluster and, optionally, the API
+// server URL to use instead of the kubeconfig's.
+type Ref struct {
+	Namespace, Secret, ClusterURL string
+}
+
+// String names the member in logs and status; it holds no credentials.
+func (r Ref) String() string {
+	if r.ClusterURL == "" {
+		return r.Namespace + "/" + r.Secret
+	}
+	return r.Namespace + "/" + r.Secret + " (" + r.ClusterURL + ")"
+}
+
+// Handler does one item of a member's queue; an error retries it with backoff.
+type Handler func(ctx context.Context, c *Cluster, item string) error
+
+// Config configures a Registry.
+type Config struct {
+	// Central reads the kubeconfig Secrets.
+	Central kubernetes.Interface
+	// Handle does one item.
+	Handle Handler
+	// Watched selects, by label, the Secrets a member's informers hold.
+	Watched string
+	// ItemsOf maps a watched Secret that changed in a member to the items to do again.
+	ItemsOf func(s *corev1.Secret) []string
+	// Timeout bounds each request to a member (10 s when zero).
+	Timeout time.Duration
+	// MaxBackoff bounds the retry delay of a failing item (30 s when zero): the longest a
+	// member that came back waits before it is caught up.
+	MaxBackoff time.Duration
+}
+
+// Registry holds the members in use.
+type Registry struct {
+	cfg     Config
+	ctx     context.Context
+	mu      sync.Mutex
+	members map[Ref]*Cluster
+}
+
+// NewRegistry makes a registry whose members stop when ctx ends.
+func NewRegistry(ctx context.Context, cfg Config) *Registry {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 30 * time.Second
+	}
+	return &Registry{cfg: cfg, ctx: ctx, members: map[Ref]*Cluster{}}
+}
+
+// Enqueue adds an item to a member's queue, creating the member on first use, and records that
+// the item refers to it.
+func (r *Registry) Enqueue(ref Ref, item string) {
+	r.mu.Lock()
+	c, ok := r.members[ref]
+	if !ok {
+		c = r.start(ref)
+		r.members[ref] = c
+	}
+	c.refs[item] = true
+	r.mu.Unlock()
+	c.queue.Add(item)
+}
+
+// Release records that an item no longer refers to a member; the member is closed (worker,
+// informers, client) when no item refers to it.
+func (r *Registry) Release(ref Ref, item string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.members[ref]
+	if !ok {
+		return
+	}
+	delete(c.refs, item)
+	if len(c.refs) == 0 {
+		delete(r.members, ref)
+		c.close()
+	}
+}
+
+// Health is what is known of a member's reachability.
+type Health struct {
+	// Reachable: the member's API server answered the last request (errors included).
+	Reachable bool
+	// Err is the last request's error, without credentials; empty after a success.
+	Err string
+	// Known: a request was made.
+	Known bool
+}
+
+// Health reports a member's state; the zero Health when it is not in use.
+func (r *Registry) Health(ref Ref) Health {
+	r.mu.Lock()
+	c, ok := r.members[ref]
+	r.mu.Unlock()
+	if !ok {
+		return Health{}
+	}
+	return c.health()
+}
+
+// Len is the number of members in use.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.members)
+}
+
+func (r *Registry) start(ref Ref) *Cluster {
+	ctx, cancel := context.WithCancel(r.ctx)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("member", ref.String()))
+	c := &Cluster{
+		ctx: ctx, ref: ref, cfg: r.cfg, cancel: cancel, refs: map[string]bool{},
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](
+			200*time.Millisecond, r.cfg.MaxBackoff)),
+		namespaces: map[string]*namespaceCache{},
+	}
+	go c.run(ctx)
+	return c
+}
+
+// Unreachable reports whether err says the member's API server did not answer (as opposed to
+// answering with an error, such as Forbidden).
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ue *url.Error
+	var ne net.Error
+	var se *apierrors.StatusError
+	switch {
+	case errors.As(err, &se):
+		// The server answered; 503 and 504 come from a proxy or an overloaded server.
+		code := se.ErrStatus.Code
+		return code == 503 || code == 504
+	case errors.As(err, &ue), errors.As(err, &ne), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return false
+}
+
+// restConfigFrom builds a member's client configuration from its kubeconfig Secret; errors say
+// what is wrong without quoting the Secret.
+func restConfigFrom(s *corev1.Secret, clusterURL string, timeout time.Duration) (*kubernetesConfig, error) {
+	raw := s.Data[KubeconfigKey]
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("Secret %s/%s has no key %s", s.Namespace, s.Name, KubeconfigKey)
+	}
+	cc, err := clientcmd.NewClientConfigFromBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s key %s is not a kubeconfig", s.Namespace, s.Name, KubeconfigKey)
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s key %s has no usable context: %s", s.Namespace, s.Name, KubeconfigKey, redact(err))
+	}
+	if clusterURL != "" {
+		cfg.Host = clusterURL
+	}
+	cfg.Timeout = timeout
+	cfg.UserAgent = "kafkalink-operator (member)"
+	return &kubernetesConfig{cfg: cfg, digest: sha256.Sum256(append(raw, clusterURL...))}, nil
+}
+
+// redact keeps a kubeconfig loading error's kind only: clientcmd's messages can quote fields.
+func redact(err error) string {
+	if clientcmd.IsEmptyConfig(err) {
+		return "empty config"
+	}
+	return "invalid configuration"
+}
+
+// readKubeconfig reads a member's kubeconfig Secret from the central cluster.
+func readKubeconfig(ctx context.Context, central kubernetes.Interface, ref Ref) (*corev1.Secret, error) {
+	s, err := central.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Secret, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("kubeconfig Secret %s/%s does not exist", ref.Namespace, ref.Secret)
+	}
+	return s, err
+}
