@@ -58,8 +58,8 @@ type copySpec struct {
 // copyResult is the last outcome of a target's work.
 type copyResult struct {
 	reachable bool
-	synced    bool // the copy holds spec's digest, or is gone when spec.data is nil
-	removed   bool // synced, and the copy is gone
+	synced    bool        // the copy holds spec's digest, or is gone when spec.data is nil
+	removed   bool        // synced, and the copy is gone
 	at        metav1.Time // when the copy was last written; zero when this process has not
 	message   string
 }
