@@ -18,7 +18,7 @@ CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplan
 # The packages whose tests run goroutines (work queues, informers, the proxy's connections) run
 # under the race detector in test-unit; it needs cgo and a C compiler (hack/install-deps.sh).
 MODULE := github.com/kafkalink/kafkalink
-RACE_PACKAGES ?= pkg/controller pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
+RACE_PACKAGES ?= pkg/controller pkg/member pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
 
 .PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint lint-fix controlplane manifests image clean testdata help
 

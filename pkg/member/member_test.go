@@ -1,0 +1,92 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestUnreachable(t *testing.T) {
+	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"connection refused", refused, true},
+		{"wrapped", fmt.Errorf("applying: %w", refused), true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"forbidden: the server answered", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "x", errors.New("no")), false},
+		{"service unavailable", apierrors.NewServiceUnavailable("overloaded"), true},
+		{"other", errors.New("kubeconfig Secret a/b does not exist"), false},
+	} {
+		if got := Unreachable(tc.err); got != tc.want {
+			t.Errorf("%s: Unreachable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A kubeconfig that does not load is reported without quoting it: it holds credentials.
+func TestKubeconfigErrorsQuoteNoSecret(t *testing.T) {
+	const token = "s3cr3t-token-value"
+	for name, data := range map[string]map[string][]byte{
+		"missing key": {"other": []byte(token)},
+		"not yaml":    {KubeconfigKey: []byte("{" + token)},
+		"no context": {KubeconfigKey: []byte(`apiVersion: v1
+kind: Config
+users: [{name: u, user: {token: ` + token + `}}]
+current-context: missing`)},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a"}, Data: data}
+		_, err := restConfigFrom(s, "", time.Second)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if strings.Contains(err.Error(), token) {
+			t.Errorf("%s: error quotes the token: %v", name, err)
+		}
+	}
+}
+
+// A member whose kubeconfig Secret is missing reports it through its item's handler, and the
+// registry closes the member when its last item is released.
+func TestRegistryLifecycle(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 10)
+	r := NewRegistry(ctx, Config{Central: fake.NewClientset(), Handle: func(ctx context.Context, c *Cluster, item string) error {
+		_, err := c.Client(ctx)
+		errs <- err
+		return nil
+	}})
+	ref := Ref{Namespace: "apps", Secret: "member-a"}
+	r.Enqueue(ref, "apps/conn/member-a")
+	select {
+	case err := <-errs:
+		if err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("Client: %v, want the missing Secret named", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the item was not handled")
+	}
+	if r.Len() != 1 {
+		t.Fatalf("%d members, want 1", r.Len())
+	}
+	r.Release(ref, "apps/conn/member-a")
+	if r.Len() != 0 {
+		t.Fatalf("%d members after the last release, want 0", r.Len())
+	}
+}
