@@ -105,12 +105,12 @@ func (t *targets) want(conn *kafkav1beta2.KafkaConnection, data map[string][]byt
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
 		spec := copySpec{source: conn.Namespace + "/" + conn.Name, target: target, ref: memberRef(conn.Namespace, target.Cluster), namespace: target.Namespace, name: conn.Name, uid: conn.UID}
-		inSpec := slices.ContainsFunc(conn.Spec.Targets, func(s kafkav1beta2.BindingTarget) bool { return s.Name == target.Name })
+		wanted := inSpec(conn, target.Name)
 		if deleting && slices.Contains(abandoned, target.Name) {
 			t.forget(key, spec.ref)
 			continue
 		}
-		if inSpec && !deleting {
+		if wanted && !deleting {
 			allGone = false
 			if data == nil {
 				continue
@@ -125,6 +125,10 @@ func (t *targets) want(conn *kafkav1beta2.KafkaConnection, data map[string][]byt
 		t.set(key, spec)
 	}
 	return allGone
+}
+
+func inSpec(conn *kafkav1beta2.KafkaConnection, target string) bool {
+	return slices.ContainsFunc(conn.Spec.Targets, func(s kafkav1beta2.BindingTarget) bool { return s.Name == target })
 }
 
 // known lists the connection's targets: those of spec, then those that left spec but are still
@@ -185,6 +189,11 @@ func (t *targets) statuses(conn *kafkav1beta2.KafkaConnection) []kafkav1beta2.Ta
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
 		if _, ok := t.specs[key]; !ok {
+			// Not delivered by this process yet (the binding fails since a restart): the
+			// copy is as status last said. A target that left spec and was removed is gone.
+			if i := slices.IndexFunc(conn.Status.Targets, func(s kafkav1beta2.TargetStatus) bool { return s.Name == target.Name }); i >= 0 && inSpec(conn, target.Name) {
+				out = append(out, conn.Status.Targets[i])
+			}
 			continue
 		}
 		st := kafkav1beta2.TargetStatus{Name: target.Name, Cluster: target.Cluster, Namespace: target.Namespace, Message: "not contacted yet"}

@@ -84,6 +84,8 @@ type KafkaConnectionSpec struct {
 }
 
 // BindingTarget is a member cluster and namespace that receive a copy of the binding Secret.
+//
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a target cannot change: add one with another name and remove this one, so the old copy is removed"
 type BindingTarget struct {
 	// Name identifies the target in status and in the annotation that abandons a copy
 	// (kafkalink.io/abandon-targets); the member cluster's name, such as member-a.
