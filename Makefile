@@ -20,7 +20,7 @@ CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplan
 MODULE := github.com/kafkalink/kafkalink
 RACE_PACKAGES ?= pkg/controller pkg/member pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
 
-.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo lint lint-fix controlplane manifests image clean testdata help
+.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo demo-stretch lint lint-fix controlplane manifests image clean testdata help
 
 all: build ## The default goal: build.
 
@@ -110,6 +110,11 @@ demo: controlplane ## The whole product on a local control plane with a demo Kaf
 	$(GO) test -c -o _output/demo.test ./test/e2e
 	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
 	  ./_output/demo.test -test.run '^TestDemo$$' -test.v -test.timeout 0 $(if $(DEMO_ONCE),-demo-once,-demo)
+
+demo-stretch: controlplane ## Stretch clusters on three local control planes (central, member-a, member-b), until Ctrl-C (DEMO_ONCE=1: then exit).
+	$(GO) test -c -o _output/demo-stretch.test ./test/stretch
+	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
+	  ./_output/demo-stretch.test -test.run '^TestDemoStretch$$' -test.v -test.timeout 0 $(if $(DEMO_ONCE),-demo-once,-demo)
 
 clean: ## Remove bin/ and _output/.
 	rm -rf bin _output

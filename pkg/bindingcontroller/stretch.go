@@ -14,9 +14,12 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
-// gvrServiceExport is the Kubernetes Multi-Cluster Services ServiceExport (sigs.k8s.io/mcs-api),
-// an optional API: Submariner and other MCS implementations serve it.
-var gvrServiceExport = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceexports"}
+// gvrsServiceExport are the Kubernetes Multi-Cluster Services ServiceExport (sigs.k8s.io/mcs-api),
+// an optional API that Submariner and other MCS implementations serve, newest first.
+var gvrsServiceExport = []schema.GroupVersionResource{
+	{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceexports"},
+	{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceexports"},
+}
 
 // stretchWatch reads what the addresses of a stretch Kafka depend on: its KafkaNodePools'
 // Submariner cluster ids (the shared node pool informer) and which of its Services are exported.
@@ -31,7 +34,7 @@ func newStretchWatch(ctx context.Context, env operator.Env, r *reconciler, c *co
 	w := &stretchWatch{
 		nodePools: env.Informers.KafkaNodePools,
 		exports: controller.NewOptionalInformer(controller.OptionalConfig{What: "MCS ServiceExport",
-			GVRs: []schema.GroupVersionResource{gvrServiceExport}, Namespace: env.Informers.Namespace,
+			GVRs: gvrsServiceExport, Namespace: env.Informers.Namespace,
 			Dynamic: env.Clients.Dynamic, Discovery: env.Clients.Discovery, Transform: pruneToIdentity}),
 	}
 	if err := w.nodePools.AddEventHandler(controller.MapHandler(r.nodePoolToConnections, c)); err != nil {

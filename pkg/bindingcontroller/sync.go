@@ -36,7 +36,9 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 	logger := klog.FromContext(ctx)
 	conn, err := r.connections.KafkaConnections(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		// Garbage collection deletes the Secret through its owner reference.
+		// Garbage collection deletes the Secret through its owner reference; the finalizer saw
+		// to the copies in member clusters.
+		r.targets.drop(key)
 		return nil
 	}
 	if err != nil {

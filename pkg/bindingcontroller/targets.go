@@ -71,10 +71,11 @@ type targets struct {
 	mu       sync.Mutex
 	specs    map[string]copySpec
 	results  map[string]copyResult
+	removed  map[string]bool // copies removed since their target was last wanted
 }
 
 func newTargets(ctx context.Context, r *reconciler, c *controller.Controller) *targets {
-	t := &targets{enqueue: c.Enqueue, clock: r.clock, specs: map[string]copySpec{}, results: map[string]copyResult{}}
+	t := &targets{enqueue: c.Enqueue, clock: r.clock, specs: map[string]copySpec{}, results: map[string]copyResult{}, removed: map[string]bool{}}
 	t.registry = member.NewRegistry(ctx, member.Config{
 		Central: r.kube,
 		Handle:  t.deliver,
@@ -104,25 +105,23 @@ func (t *targets) want(conn *kafkav1beta2.KafkaConnection, data map[string][]byt
 	allGone = true
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
-		spec := copySpec{source: conn.Namespace + "/" + conn.Name, target: target, ref: memberRef(conn.Namespace, target.Cluster), namespace: target.Namespace, name: conn.Name, uid: conn.UID}
-		wanted := inSpec(conn, target.Name)
-		if deleting && slices.Contains(abandoned, target.Name) {
-			t.forget(key, spec.ref)
-			continue
-		}
-		if wanted && !deleting {
+		spec := copySpec{source: conn.Namespace + "/" + conn.Name, target: target, ref: memberRef(conn.Namespace, target.Cluster),
+			namespace: target.Namespace, name: conn.Name, uid: conn.UID}
+		switch {
+		case inSpec(conn, target.Name) && !deleting:
 			allGone = false
-			if data == nil {
-				continue
+			t.unmarkRemoved(key)
+			if data != nil {
+				spec.data, spec.digest = data, dataDigest(data)
+				t.set(key, spec)
 			}
-			spec.data, spec.digest = data, dataDigest(data)
-		} else if t.gone(key) {
-			t.forget(key, spec.ref)
-			continue
-		} else {
+		case t.isRemoved(key):
+		case deleting && slices.Contains(abandoned, target.Name):
+			t.release(key, true)
+		default:
 			allGone = false
+			t.set(key, spec)
 		}
-		t.set(key, spec)
 	}
 	return allGone
 }
@@ -164,21 +163,54 @@ func (t *targets) set(key string, spec copySpec) {
 	t.registry.Enqueue(spec.ref, key)
 }
 
-// gone reports whether a copy to remove is known to be removed.
-func (t *targets) gone(key string) bool {
+// isRemoved reports whether a copy was removed (or abandoned) since its target was last wanted.
+func (t *targets) isRemoved(key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	spec, hasSpec := t.specs[key]
-	res, hasResult := t.results[key]
-	return hasSpec && hasResult && spec.data == nil && res.removed
+	return t.removed[key]
 }
 
-func (t *targets) forget(key string, ref member.Ref) {
+func (t *targets) unmarkRemoved(key string) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.removed, key)
+}
+
+// release forgets a copy's spec and outcome and lets its member go (closed when no other copy
+// needs it); removed marks the copy as gone, so the connection's later syncs skip it.
+func (t *targets) release(key string, removed bool) {
+	t.mu.Lock()
+	spec, ok := t.specs[key]
 	delete(t.specs, key)
 	delete(t.results, key)
+	if removed {
+		t.removed[key] = true
+	}
 	t.mu.Unlock()
-	t.registry.Release(ref, key)
+	if ok {
+		t.registry.Release(spec.ref, key)
+	}
+}
+
+// drop forgets everything about a connection that no longer exists.
+func (t *targets) drop(conn cache.ObjectName) {
+	prefix := conn.Namespace + "/" + conn.Name + "/"
+	t.mu.Lock()
+	var keys []string
+	for key := range t.specs {
+		if strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+	}
+	for key := range t.removed {
+		if strings.HasPrefix(key, prefix) {
+			delete(t.removed, key)
+		}
+	}
+	t.mu.Unlock()
+	for _, key := range keys {
+		t.release(key, false)
+	}
 }
 
 // statuses are the connection's status.targets, from the recorded outcomes.
@@ -188,6 +220,9 @@ func (t *targets) statuses(conn *kafkav1beta2.KafkaConnection) []kafkav1beta2.Ta
 	var out []kafkav1beta2.TargetStatus
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
+		if t.removed[key] {
+			continue
+		}
 		if _, ok := t.specs[key]; !ok {
 			// Not delivered by this process yet (the binding fails since a restart): the
 			// copy is as status last said. A target that left spec and was removed is gone.
@@ -228,7 +263,12 @@ func (t *targets) record(key string, res copyResult) {
 		res.at = old.at
 	}
 	t.results[key] = res
+	// Removed, and no one wants the copy back since (spec.data is still nil).
+	removed := res.removed && t.specs[key].data == nil
 	t.mu.Unlock()
+	if removed {
+		t.release(key, true)
+	}
 	if !had || old.reachable != res.reachable || old.synced != res.synced || old.message != res.message {
 		ns, rest, _ := strings.Cut(key, "/")
 		name, _, _ := strings.Cut(rest, "/")

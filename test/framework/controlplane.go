@@ -64,6 +64,8 @@ type ControlPlane struct {
 
 	adminToken string
 	procs      []*process
+	// stoppedAPIServer holds kube-apiserver's flags while StopAPIServer has it stopped.
+	stoppedAPIServer []string
 	ownsDir    bool
 	log        func(format string, args ...any)
 }

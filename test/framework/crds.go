@@ -229,3 +229,17 @@ func DownloadModule(module, version string) (string, error) {
 	}
 	return info.Dir, nil
 }
+
+// mcsAPIVersion pins sigs.k8s.io/mcs-api, the Kubernetes Multi-Cluster Services API whose
+// ServiceExport a stretch Kafka's bootstrap Service may have. Downloaded on demand.
+const mcsAPIVersion = "v0.5.2"
+
+// ServiceExportCRDFile downloads (once) sigs.k8s.io/mcs-api from the module proxy and returns the
+// path of its ServiceExport CRD (multicluster.x-k8s.io).
+func ServiceExportCRDFile() (string, error) {
+	dir, err := DownloadModule("sigs.k8s.io/mcs-api", mcsAPIVersion)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "config", "crd", "multicluster.x-k8s.io_serviceexports.yaml"), nil
+}

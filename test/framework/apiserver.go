@@ -1,0 +1,42 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+)
+
+// StopAPIServer kills this control plane's kube-apiserver, as a lost cluster would be lost:
+// etcd keeps running, so StartAPIServer brings the same cluster back.
+func (cp *ControlPlane) StopAPIServer() {
+	i := slices.IndexFunc(cp.procs, func(p *process) bool { return p.name == "kube-apiserver" })
+	if i < 0 {
+		return
+	}
+	p := cp.procs[i]
+	cp.stoppedAPIServer = p.cmd.Args[1:]
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	cp.procs = slices.Delete(cp.procs, i, i+1)
+	cp.log("stopped kube-apiserver")
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped, with the same flags (so the
+// same port, certificates, tokens and etcd), and waits until it is ready. Clients built before
+// keep working.
+func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
+	if cp.stoppedAPIServer == nil {
+		return fmt.Errorf("kube-apiserver is not stopped")
+	}
+	// Keep the first run's log beside the new one.
+	log := filepath.Join(cp.Dir, "kube-apiserver.log")
+	_ = os.Rename(log, log+".before-stop")
+	if err := cp.start("kube-apiserver", cp.stoppedAPIServer...); err != nil {
+		return err
+	}
+	cp.stoppedAPIServer = nil
+	return cp.waitReady(ctx)
+}
