@@ -66,8 +66,8 @@ type ControlPlane struct {
 	procs      []*process
 	// stoppedAPIServer holds kube-apiserver's flags while StopAPIServer has it stopped.
 	stoppedAPIServer []string
-	ownsDir    bool
-	log        func(format string, args ...any)
+	ownsDir          bool
+	log              func(format string, args ...any)
 }
 
 type process struct {
