@@ -124,7 +124,7 @@ func (r *reconciler) finish(ctx context.Context, conn *kafkav1beta2.KafkaConnect
 		return err
 	}
 	want := desiredStatus(conn, res, failure, secretExists)
-	want.Targets = r.targets.statuses(conn)
+	want.Targets, want.TargetsSynced = r.targets.statuses(conn)
 	return r.writeStatus(ctx, conn, want, failure)
 }
 
@@ -426,7 +426,7 @@ func sameStatus(a, b *kafkav1beta2.KafkaConnectionStatus) bool {
 	if (a.Binding == nil) != (b.Binding == nil) || (a.Binding != nil && a.Binding.Name != b.Binding.Name) {
 		return false
 	}
-	if !equality.Semantic.DeepEqual(a.Stretch, b.Stretch) || !equality.Semantic.DeepEqual(a.Targets, b.Targets) {
+	if !equality.Semantic.DeepEqual(a.Stretch, b.Stretch) || !equality.Semantic.DeepEqual(a.Targets, b.Targets) || a.TargetsSynced != b.TargetsSynced {
 		return false
 	}
 	ca, cb := readyCondition(a), readyCondition(b)
@@ -465,6 +465,9 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		sac.WithBootstrapServers(want.BootstrapServers)
 	}
 	sac.WithTargets(targetStatusApply(want.Targets)...)
+	if want.TargetsSynced != "" {
+		sac.WithTargetsSynced(want.TargetsSynced)
+	}
 	if st := want.Stretch; st != nil {
 		sac.WithStretch(kafkav1beta2ac.StretchStatus().WithAddressing(st.Addressing).WithClusters(st.Clusters...))
 	}

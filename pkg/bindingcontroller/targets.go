@@ -213,11 +213,12 @@ func (t *targets) drop(conn cache.ObjectName) {
 	}
 }
 
-// statuses are the connection's status.targets, from the recorded outcomes.
-func (t *targets) statuses(conn *kafkav1beta2.KafkaConnection) []kafkav1beta2.TargetStatus {
+// statuses are the connection's status.targets, from the recorded outcomes, and how many of them
+// are synced (status.targetsSynced).
+func (t *targets) statuses(conn *kafkav1beta2.KafkaConnection) (out []kafkav1beta2.TargetStatus, synced string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []kafkav1beta2.TargetStatus
+	defer func() { synced = countSynced(out) }()
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
 		if t.removed[key] {
@@ -238,7 +239,21 @@ func (t *targets) statuses(conn *kafkav1beta2.KafkaConnection) []kafkav1beta2.Ta
 		st.LastSyncTime = t.lastSync(conn, key, target.Name)
 		out = append(out, st)
 	}
-	return out
+	return out, ""
+}
+
+// countSynced is synced/all, empty for no targets.
+func countSynced(targets []kafkav1beta2.TargetStatus) string {
+	if len(targets) == 0 {
+		return ""
+	}
+	n := 0
+	for _, t := range targets {
+		if t.Synced {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d/%d", n, len(targets))
 }
 
 // lastSync is when a copy was last written: by this process, else as status last said (an
@@ -360,7 +375,7 @@ func (r *reconciler) finalize(ctx context.Context, conn *kafkav1beta2.KafkaConne
 	allGone := r.targets.want(conn, nil, true)
 	if readyCondition(&conn.Status) != nil {
 		want := *conn.Status.DeepCopy()
-		want.Targets = r.targets.statuses(conn)
+		want.Targets, want.TargetsSynced = r.targets.statuses(conn)
 		if err := r.writeStatus(ctx, conn, want, nil); err != nil {
 			return err
 		}

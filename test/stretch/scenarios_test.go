@@ -45,7 +45,8 @@ func (w *world) copiesInBothMembers(t *testing.T) {
 				return false, fmt.Sprintf("targets %+v", c.Status.Targets)
 			}
 		}
-		return slices.Contains(c.Finalizers, "kafkalink.io/member-bindings"), fmt.Sprintf("finalizers %v", c.Finalizers)
+		return slices.Contains(c.Finalizers, "kafkalink.io/member-bindings") && c.Status.TargetsSynced == "2/2",
+			fmt.Sprintf("finalizers %v, targetsSynced %q", c.Finalizers, c.Status.TargetsSynced)
 	})
 	copyA, err := w.members["member-a"].Client.CoreV1().Secrets(ns).Get(w.ctx, "orders", metav1.GetOptions{})
 	w.must(err)
@@ -120,8 +121,9 @@ func (w *world) memberDown(t *testing.T) {
 		return w.copyHas("member-a", "orders", "password", "third")
 	})
 	w.eventually("status names member-b unreachable", limit, func() (bool, string) {
-		st := targetStatus(w.get("orders"), "member-b")
-		return st != nil && !st.Reachable && st.Message != "", fmt.Sprintf("member-b %+v", st)
+		c := w.get("orders")
+		st := targetStatus(c, "member-b")
+		return st != nil && !st.Reachable && st.Message != "" && c.Status.TargetsSynced == "1/2", fmt.Sprintf("member-b %+v, %s", st, c.Status.TargetsSynced)
 	})
 	// The central reconciliation goes on: a new connection to member-a only is bound and copied.
 	w.connection("billing", "member-a")

@@ -22,7 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Bootstrap",type=string,JSONPath=`.status.bootstrapServers`,priority=1
-// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.targets[*].name`,priority=1
+// +kubebuilder:printcolumn:name="Targets",type=string,JSONPath=`.status.targetsSynced`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KafkaConnection struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -246,6 +246,10 @@ type KafkaConnectionStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	Targets []TargetStatus `json:"targets,omitempty"`
+	// TargetsSynced counts the targets whose copy is current, as synced/all (such as 1/2);
+	// empty without targets.
+	// +optional
+	TargetsSynced string `json:"targetsSynced,omitempty"`
 }
 
 // Addressing modes of a stretch Kafka's bootstrap servers.

@@ -42,6 +42,9 @@ type KafkaConnectionStatusApplyConfiguration struct {
 	Stretch *StretchStatusApplyConfiguration `json:"stretch,omitempty"`
 	// Targets report each member cluster's copy of the binding Secret.
 	Targets []TargetStatusApplyConfiguration `json:"targets,omitempty"`
+	// TargetsSynced counts the targets whose copy is current, as synced/all (such as 1/2);
+	// empty without targets.
+	TargetsSynced *string `json:"targetsSynced,omitempty"`
 }
 
 // KafkaConnectionStatusApplyConfiguration constructs a declarative configuration of the KafkaConnectionStatus type for use with
@@ -113,5 +116,13 @@ func (b *KafkaConnectionStatusApplyConfiguration) WithTargets(values ...*TargetS
 		}
 		b.Targets = append(b.Targets, *values[i])
 	}
+	return b
+}
+
+// WithTargetsSynced sets the TargetsSynced field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TargetsSynced field is set to the value of the last call.
+func (b *KafkaConnectionStatusApplyConfiguration) WithTargetsSynced(value string) *KafkaConnectionStatusApplyConfiguration {
+	b.TargetsSynced = &value
 	return b
 }
