@@ -86,6 +86,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.GatewayBackendTLSApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayInfrastructure"):
 		return &applyconfigurationkroxyliciousv1alpha1.GatewayInfrastructureApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayMember"):
+		return &applyconfigurationkroxyliciousv1alpha1.GatewayMemberApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayMemberStatus"):
+		return &applyconfigurationkroxyliciousv1alpha1.GatewayMemberStatusApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayParentReference"):
 		return &applyconfigurationkroxyliciousv1alpha1.GatewayParentReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("GatewayStatusAddress"):
@@ -124,6 +128,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &applyconfigurationkroxyliciousv1alpha1.LocalParametersReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ManagementSpec"):
 		return &applyconfigurationkroxyliciousv1alpha1.ManagementSpecApplyConfiguration{}
+	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("MemberCluster"):
+		return &applyconfigurationkroxyliciousv1alpha1.MemberClusterApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("ParentReference"):
 		return &applyconfigurationkroxyliciousv1alpha1.ParentReferenceApplyConfiguration{}
 	case kroxyliciousv1alpha1.SchemeGroupVersion.WithKind("PolicyAncestorStatus"):

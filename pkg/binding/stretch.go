@@ -6,12 +6,8 @@ import (
 	"strings"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
-
-// ClustersetDomain is the Kubernetes Multi-Cluster Services domain: an exported Service is
-// <service>.<namespace>.svc.clusterset.local in every cluster of the set, and Submariner also
-// serves one cluster's endpoints as <clusterId>.<service>.<namespace>.svc.clusterset.local.
-const ClustersetDomain = "svc.clusterset.local"
 
 // StretchInput is what the addresses of a stretch Kafka (strimzi.io/stretch-mode: enabled)
 // depend on, besides the Kafka.
@@ -53,11 +49,11 @@ func StretchBootstrap(choice Choice, in StretchInput) (Choice, *Stretch, *Failur
 		switch {
 		case in.Exported != nil && in.Exported(service):
 			addressing = kafkav1beta2.AddressingServiceExport
-			out = append(out, net.JoinHostPort(service+"."+namespace+"."+ClustersetDomain, port))
+			out = append(out, net.JoinHostPort(service+"."+namespace+"."+strimzi.ClustersetDomain, port))
 		case len(in.ClusterIDs) > 0:
 			addressing = kafkav1beta2.AddressingPerCluster
 			for _, id := range in.ClusterIDs {
-				out = append(out, net.JoinHostPort(id+"."+service+"."+namespace+"."+ClustersetDomain, port))
+				out = append(out, net.JoinHostPort(id+"."+service+"."+namespace+"."+strimzi.ClustersetDomain, port))
 			}
 		default:
 			return choice, nil, fail(ReasonStretchAddressUnknown, fmt.Sprintf(

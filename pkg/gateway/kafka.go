@@ -86,8 +86,9 @@ func (t *translator) kafkaBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref kr
 		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s does not give a bootstrap address for listener %s in its status yet: Strimzi has not finished reconciling it", k.Namespace, k.Name, l.Name)}
 	}
 	// In-cluster listeners' status address is their bootstrap Service; the others' are
-	// external, and the proxy, in the cluster, uses their own bootstrap Service instead.
-	if !l.Type.InCluster() {
+	// external, and the proxy, in the cluster, uses their own bootstrap Service instead. A
+	// stretch Kafka is reached by clusterset names, from whichever member the proxy runs in.
+	if !l.Type.InCluster() || k.Stretch {
 		host, port = k.BootstrapHost(l), strconv.Itoa(int(l.Port))
 	}
 	b := backend{target: net.JoinHostPort(t.inClusterFQDN(host), port)}

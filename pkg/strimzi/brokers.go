@@ -40,6 +40,8 @@ type Broker struct {
 	// Component is the prefix of the broker's pod and Services: <cluster>-<pool> with node pools,
 	// <cluster>-kafka without.
 	Component string
+	// ClusterID is the Submariner cluster id of the broker's node pool, for a stretch Kafka.
+	ClusterID string
 }
 
 // Bounds on what kafkalink reads from Strimzi: node ids are Kafka's non-negative int32 broker
@@ -171,7 +173,7 @@ func Brokers(k *Kafka, pools []*KafkaNodePool) []Broker {
 		for _, id := range p.NodeIDs {
 			if !seen[id] {
 				seen[id] = true
-				out = append(out, Broker{ID: id, Component: k.Name + "-" + p.Name})
+				out = append(out, Broker{ID: id, Component: k.Name + "-" + p.Name, ClusterID: p.SubmarinerClusterID})
 			}
 		}
 	}
@@ -184,11 +186,20 @@ func Brokers(k *Kafka, pools []*KafkaNodePool) []Broker {
 	return out
 }
 
+// ClustersetDomain is the Kubernetes Multi-Cluster Services domain: an exported Service is
+// <service>.<namespace>.svc.clusterset.local in every cluster of the set, and Submariner serves
+// one cluster's pods as <pod>.<clusterId>.<service>.<namespace>.svc.clusterset.local.
+const ClustersetDomain = "svc.clusterset.local"
+
 // BootstrapHost is the in-cluster host name (ending in .svc, without the cluster domain) of a
 // listener's bootstrap Service, by Strimzi's naming: <cluster>-kafka-bootstrap for internal
 // listeners, <cluster>-kafka-<listener>-bootstrap for the others, which Strimzi gives their own
-// Services.
+// Services. A stretch Kafka's internal listeners are reached across clusters through the
+// exported Service's clusterset name instead.
 func (k *Kafka) BootstrapHost(l Listener) string {
+	if k.Stretch && l.sharesInternalServices() {
+		return k.BootstrapService(l) + "." + k.Namespace + "." + ClustersetDomain
+	}
 	return k.BootstrapService(l) + "." + k.Namespace + ".svc"
 }
 
@@ -220,6 +231,10 @@ func (l Listener) ServicePortName() string {
 // <component>-<listener>-<id> for the others (<component>-<id> for the old external listener).
 func (k *Kafka) BrokerHost(l Listener, b Broker) string {
 	id := strconv.Itoa(int(b.ID))
+	if l.sharesInternalServices() && k.Stretch && b.ClusterID != "" {
+		// As Strimzi's stretch mode advertises brokers: through Submariner, from every cluster.
+		return b.Component + "-" + id + "." + b.ClusterID + "." + k.Name + "-kafka-brokers." + k.Namespace + "." + ClustersetDomain
+	}
 	if l.sharesInternalServices() {
 		return b.Component + "-" + id + "." + k.Name + "-kafka-brokers." + k.Namespace + ".svc"
 	}

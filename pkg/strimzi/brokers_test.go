@@ -110,12 +110,12 @@ func TestBrokers(t *testing.T) {
 		{Namespace: "ns", Name: "broker2", Cluster: "another", Roles: []string{"broker"}, NodeIDs: []int32{8}},
 	}
 	got := Brokers(k, pools)
-	want := []Broker{{3, "my-cluster-broker"}, {10, "my-cluster-broker"}, {100, "my-cluster-mixed"}}
+	want := []Broker{{ID: 3, Component: "my-cluster-broker"}, {ID: 10, Component: "my-cluster-broker"}, {ID: 100, Component: "my-cluster-mixed"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("with node pools: %v, want %v", got, want)
 	}
 	got = Brokers(k, pools[3:])
-	want = []Broker{{0, "my-cluster-kafka"}, {1, "my-cluster-kafka"}}
+	want = []Broker{{ID: 0, Component: "my-cluster-kafka"}, {ID: 1, Component: "my-cluster-kafka"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("without node pools of its own: %v, want %v", got, want)
 	}
@@ -149,5 +149,23 @@ func TestBrokerAndBootstrapHosts(t *testing.T) {
 		if got := k.BrokerHost(tc.l, b); got != tc.wantBroker {
 			t.Errorf("%s broker: %s, want %s", tc.l.Name, got, tc.wantBroker)
 		}
+	}
+}
+
+// A stretch Kafka's internal listeners are reached by clusterset names: the exported bootstrap
+// Service, and each broker as Strimzi's stretch mode advertises it, through its pool's cluster.
+func TestStretchHosts(t *testing.T) {
+	k := &Kafka{Namespace: "kafka", Name: "my-cluster", Stretch: true}
+	internal := Listener{Name: "tls", Port: 9093, Type: ListenerInternal}
+	if got, want := k.BootstrapHost(internal), "my-cluster-kafka-bootstrap.kafka.svc.clusterset.local"; got != want {
+		t.Errorf("bootstrap %s, want %s", got, want)
+	}
+	b := Broker{ID: 0, Component: "my-cluster-broker", ClusterID: "cluster1"}
+	if got, want := k.BrokerHost(internal, b), "my-cluster-broker-0.cluster1.my-cluster-kafka-brokers.kafka.svc.clusterset.local"; got != want {
+		t.Errorf("broker %s, want %s", got, want)
+	}
+	lb := Listener{Name: "external", Port: 9096, Type: ListenerLoadBalancer}
+	if got, want := k.BrokerHost(lb, b), "my-cluster-broker-external-0.kafka.svc"; got != want {
+		t.Errorf("an outside listener's broker %s, want %s", got, want)
 	}
 }

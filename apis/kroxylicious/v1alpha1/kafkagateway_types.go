@@ -161,6 +161,30 @@ type KafkaGatewayStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Listeners []ListenerStatus `json:"listeners,omitempty"`
+	// Members report the proxy in each member cluster of the gateway's parameters.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Members []GatewayMemberStatus `json:"members,omitempty"`
+}
+
+// GatewayMemberStatus is the proxy's state in one member cluster.
+type GatewayMemberStatus struct {
+	// Name is the member's name in the parameters.
+	// +required
+	Name string `json:"name"`
+	// Reachable is whether the member's API server answered kafkalink's last request.
+	// +required
+	Reachable bool `json:"reachable"`
+	// Programmed is whether the member runs the current proxy configuration with at least one
+	// available replica.
+	// +required
+	Programmed bool `json:"programmed"`
+	// Message says what is missing or failed; it never holds credentials.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // GatewayStatusAddress is an address of the gateway.

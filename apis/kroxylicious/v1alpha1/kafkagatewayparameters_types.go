@@ -82,6 +82,43 @@ type KafkaGatewayParametersSpec struct {
 	// for all routes and per route.
 	// +optional
 	Services *GeneratedServices `json:"services,omitempty"`
+	// Members are member clusters (docs/stretch.md) where the same proxy also runs: its
+	// Deployment, ConfigMap, Services and the Secrets it mounts are applied into each, in the
+	// gateway's namespace, so clients in each cluster keep a local entry point when another
+	// cluster, the central one included, is lost. OpenShift Routes and TLSRoutes stay central.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Members []GatewayMember `json:"members,omitempty"`
+}
+
+// GatewayMember is a member cluster that runs a copy of the gateway's proxy.
+type GatewayMember struct {
+	// Name identifies the member in status.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Cluster says how to reach the member, in the shape of Strimzi's KafkaNodePool spec.target.
+	// +required
+	Cluster MemberCluster `json:"cluster"`
+}
+
+// MemberCluster reaches a Kubernetes cluster: a kubeconfig Secret (key kubeconfig) in the
+// gateway's namespace, and optionally the API server URL to use instead of the kubeconfig's.
+type MemberCluster struct {
+	// ClusterURL is the member's API server URL; the kubeconfig's server when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://`
+	ClusterURL string `json:"clusterUrl,omitempty"`
+	// Secret names the kubeconfig Secret in the gateway's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Secret string `json:"secret"`
 }
 
 // ProxyPodSettings are pod template settings of the proxy Deployment. kafkalink's own labels

@@ -62,6 +62,11 @@ type KafkaGatewayParametersSpecApplyConfiguration struct {
 	// Services sets annotations and load balancer settings of the Services generated for routes,
 	// for all routes and per route.
 	Services *GeneratedServicesApplyConfiguration `json:"services,omitempty"`
+	// Members are member clusters (docs/stretch.md) where the same proxy also runs: its
+	// Deployment, ConfigMap, Services and the Secrets it mounts are applied into each, in the
+	// gateway's namespace, so clients in each cluster keep a local entry point when another
+	// cluster, the central one included, is lost. OpenShift Routes and TLSRoutes stay central.
+	Members []GatewayMemberApplyConfiguration `json:"members,omitempty"`
 }
 
 // KafkaGatewayParametersSpecApplyConfiguration constructs a declarative configuration of the KafkaGatewayParametersSpec type for use with
@@ -162,5 +167,18 @@ func (b *KafkaGatewayParametersSpecApplyConfiguration) WithLogging(value *ProxyL
 // If called multiple times, the Services field is set to the value of the last call.
 func (b *KafkaGatewayParametersSpecApplyConfiguration) WithServices(value *GeneratedServicesApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
 	b.Services = value
+	return b
+}
+
+// WithMembers adds the given value to the Members field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Members field.
+func (b *KafkaGatewayParametersSpecApplyConfiguration) WithMembers(values ...*GatewayMemberApplyConfiguration) *KafkaGatewayParametersSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMembers")
+		}
+		b.Members = append(b.Members, *values[i])
+	}
 	return b
 }

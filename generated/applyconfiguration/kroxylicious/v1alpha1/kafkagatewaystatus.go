@@ -33,6 +33,8 @@ type KafkaGatewayStatusApplyConfiguration struct {
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 	// Listeners is the status of each listener.
 	Listeners []ListenerStatusApplyConfiguration `json:"listeners,omitempty"`
+	// Members report the proxy in each member cluster of the gateway's parameters.
+	Members []GatewayMemberStatusApplyConfiguration `json:"members,omitempty"`
 }
 
 // KafkaGatewayStatusApplyConfiguration constructs a declarative configuration of the KafkaGatewayStatus type for use with
@@ -76,6 +78,19 @@ func (b *KafkaGatewayStatusApplyConfiguration) WithListeners(values ...*Listener
 			panic("nil value passed to WithListeners")
 		}
 		b.Listeners = append(b.Listeners, *values[i])
+	}
+	return b
+}
+
+// WithMembers adds the given value to the Members field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Members field.
+func (b *KafkaGatewayStatusApplyConfiguration) WithMembers(values ...*GatewayMemberStatusApplyConfiguration) *KafkaGatewayStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMembers")
+		}
+		b.Members = append(b.Members, *values[i])
 	}
 	return b
 }
