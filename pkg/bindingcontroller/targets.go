@@ -2,7 +2,6 @@ package bindingcontroller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -386,21 +385,13 @@ func (r *reconciler) finalize(ctx context.Context, conn *kafkav1beta2.KafkaConne
 	return r.setFinalizer(ctx, conn, false)
 }
 
-// setFinalizer adds or removes FinalizerMemberBindings when it is not already so. The patch
-// carries the resourceVersion, so a concurrent change to the finalizers is retried, not lost.
+// setFinalizer adds or removes FinalizerMemberBindings when it is not already so.
 func (r *reconciler) setFinalizer(ctx context.Context, conn *kafkav1beta2.KafkaConnection, want bool) error {
-	if slices.Contains(conn.Finalizers, FinalizerMemberBindings) == want {
+	patch := controller.FinalizerPatch(conn, FinalizerMemberBindings, want)
+	if patch == nil {
 		return nil
 	}
-	finalizers := slices.DeleteFunc(slices.Clone(conn.Finalizers), func(f string) bool { return f == FinalizerMemberBindings })
-	if want {
-		finalizers = append(finalizers, FinalizerMemberBindings)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": conn.ResourceVersion}})
-	if err != nil {
-		return err
-	}
-	_, err = r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
+	_, err := r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: controller.FieldManager})
 	return err
 }

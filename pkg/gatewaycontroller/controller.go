@@ -100,6 +100,8 @@ type Controller struct {
 	waiters *nameWaiters
 	// secretData: values of the Secrets gateways read; the Secret informer keeps none (cache.go).
 	secretData *secretData
+	// members: the gateways' proxies in member clusters (members.go).
+	members *memberProxies
 }
 
 // New builds the gateway controller for the namespace of env's informers and registers its
@@ -107,6 +109,7 @@ type Controller struct {
 func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
 	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic, waiters: newNameWaiters()}
 	c.ctrl = controller.New(QueueName, c.sync)
+	c.members = newMemberProxies(ctx, env.Clients.Kube, c.ctrl.Enqueue)
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	kube := env.Informers.Kube
 

@@ -57,13 +57,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if apierrors.IsNotFound(err) {
 		// Owner references let the garbage collector remove what the gateway generated; only the
 		// status it wrote into routes and policies is left to clean.
+		c.members.forget(key)
 		return c.forget(ctx, key)
 	}
 	if err != nil {
 		return err
 	}
 	if gw.DeletionTimestamp != nil {
-		return nil
+		// Garbage collection removes what the gateway generated here; member clusters' copies
+		// are ours to remove.
+		return c.finalizeMembers(ctx, gw)
 	}
 	snap, err := c.gather(ctx, gw)
 	if err != nil {
@@ -94,6 +97,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if _, err := c.prune(ctx, gw, []string{gateway.KindSecret}, keep); err != nil {
 			return err
 		}
+	}
+	applied := res
+	if res.Hold {
+		applied = nil
+	}
+	if res.GatewayStatus.Members, err = c.syncMembers(ctx, gw, snap.Parameters, applied); err != nil {
+		return err
 	}
 	if err := c.writeStatus(ctx, gw, res); err != nil {
 		return err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,6 +30,7 @@ type Cluster struct {
 
 	mu         sync.Mutex
 	client     kubernetes.Interface
+	dynamic    dynamic.Interface
 	digest     [32]byte // of the kubeconfig and URL the client was built from
 	namespaces map[string]*namespaceCache
 	clientCtx  context.Context // ends when the client is replaced or the member closed
@@ -131,14 +134,33 @@ func (c *Cluster) Client(ctx context.Context) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", c.ref, err)
 	}
+	dyn, err := dynamic.NewForConfig(kc.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("member %s: %w", c.ref, err)
+	}
 	if c.stopClient != nil {
 		c.stopClient()
 	}
-	c.client, c.digest = client, kc.digest
+	c.client, c.dynamic, c.digest = client, dyn, kc.digest
 	c.clientCtx, c.stopClient = context.WithCancel(c.ctx)
 	c.namespaces = map[string]*namespaceCache{}
 	return client, nil
 }
+
+// Dynamic is the member's dynamic client, for objects of any kind, from the same kubeconfig as
+// Client (which it reads again, so call it after Client or instead of it).
+func (c *Cluster) Dynamic(ctx context.Context) (dynamic.Interface, error) {
+	if _, err := c.Client(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dynamic, nil
+}
+
+// Requeue does an item again after a while, for work that waits on the member (a Deployment
+// becoming available).
+func (c *Cluster) Requeue(item string, after time.Duration) { c.queue.AddAfter(item, after) }
 
 // Secret reads a watched Secret of the member: from the namespace's informer once it has synced
 // (started on first use), else from the API server. Nil when it does not exist.

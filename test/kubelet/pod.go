@@ -352,7 +352,7 @@ func (p *pod) start(ctx context.Context, r *Runner, d *appsv1.Deployment, o obje
 			r.ctrl.Enqueue(p.key)
 		}
 	}()
-	go p.probeLoop(probeCtx, r, proc, newProber(c))
+	go p.probeLoop(probeCtx, r, proc, newProber(c, r.opts.PodIP))
 	return nil
 }
 

@@ -38,10 +38,15 @@ type prober struct {
 	container *corev1.Container
 	probe     *corev1.Probe
 	client    *http.Client
+	podIP     string
 }
 
-func newProber(c *corev1.Container) *prober {
-	p := &prober{container: c, probe: c.ReadinessProbe}
+// newProber probes a container at podIP (127.0.0.1 when empty), where a kubelet probes the pod.
+func newProber(c *corev1.Container, podIP string) *prober {
+	if podIP == "" {
+		podIP = "127.0.0.1"
+	}
+	p := &prober{container: c, probe: c.ReadinessProbe, podIP: podIP}
 	timeout := 2 * time.Second
 	if p.probe != nil && p.probe.TimeoutSeconds > 0 {
 		timeout = time.Duration(p.probe.TimeoutSeconds) * time.Second
@@ -79,7 +84,7 @@ func (p *prober) check(ctx context.Context) (bool, string) {
 		}
 		host := g.Host
 		if host == "" {
-			host = "127.0.0.1"
+			host = p.podIP
 		}
 		scheme := "http"
 		if g.Scheme == corev1.URISchemeHTTPS {
@@ -112,7 +117,7 @@ func (p *prober) check(ctx context.Context) (bool, string) {
 			return false, err.Error()
 		}
 		d := net.Dialer{Timeout: p.client.Timeout}
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(p.podIP, strconv.Itoa(port)))
 		if err != nil {
 			return false, err.Error()
 		}

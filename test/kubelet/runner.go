@@ -98,6 +98,10 @@ type Options struct {
 	// private mount namespace with its own /etc/hosts (PrivateHostsCommand), which needs root;
 	// New fails when these are set and the machine does not allow it.
 	HostAliases []corev1.HostAlias
+	// PodIP is where readiness probes reach the pods (127.0.0.1 when empty): a runner whose
+	// processes bind another loopback address (ExtraArgs), so that two runners on one machine
+	// can run the same Deployment as two clusters would, probes them there.
+	PodIP string
 	// ProcessOutput, when set, also receives every process's output, each line prefixed with
 	// "<namespace>/<pod>: " (for the demo); the log files under WorkDir/logs get it anyway.
 	ProcessOutput io.Writer

@@ -134,7 +134,7 @@ func TestProberCountsTheKubeletsSuccessCodes(t *testing.T) {
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("http"),
 			HTTPHeaders: []corev1.HTTPHeader{{Name: "X-Probe", Value: "yes"}}}},
 	}}
-	p := newProber(c)
+	p := newProber(c, "")
 	for _, tc := range []struct {
 		code int
 		want bool

@@ -38,6 +38,7 @@ type world struct {
 	kl       kafkalinkclient.Interface
 	operator *framework.Process
 	pid      int
+	proxyBin string
 	ca       [2]*bindingtest.CA // the cluster CA before and after a renewal
 }
 
@@ -56,6 +57,7 @@ func TestStretchBindings(t *testing.T) {
 	t.Run("a password rotation and a CA renewal reach both members", w.rotationsReachBothMembers)
 	t.Run("member-b down: the rest goes on, member-b catches up when it is back", w.memberDown)
 	t.Run("deletion removes the copies, waiting only for a member that is down", w.deletion)
+	t.Run("a KafkaGateway's proxy runs in both members and serves a client through each", w.gatewayInMembers)
 	t.Run("an idle operator writes nothing, centrally or in the members", w.idle)
 	t.Run("member credentials are in no status and no log line", w.secretsKept)
 	t.Run("operator memory with two members attached", w.memory)
@@ -186,8 +188,11 @@ func (w *world) startOperator() {
 	dir := w.t.TempDir()
 	binary, err := framework.BuildBinary("./cmd/kafkalink-operator", dir)
 	w.must(err)
+	w.proxyBin, err = framework.BuildBinary("./cmd/kafkalink-proxy", dir)
+	w.must(err)
 	w.operator, err = framework.StartProcess(dir, "operator", binary, "--kubeconfig="+kubeconfig,
-		"--health-address="+framework.FreeAddress(), "--metrics-address="+framework.FreeAddress(), "--leader-elect=false", "--v=2")
+		"--health-address="+framework.FreeAddress(), "--metrics-address="+framework.FreeAddress(), "--leader-elect=false",
+		"--proxy-image="+stretchImage, "--v=2")
 	w.must(err)
 	w.t.Cleanup(func() { _ = w.operator.Stop(15 * time.Second) })
 	w.pid = framework.FindProcess(w.t, binary)

@@ -174,6 +174,10 @@ type GatewayMemberStatus struct {
 	// Name is the member's name in the parameters.
 	// +required
 	Name string `json:"name"`
+	// Cluster is the member's cluster, kept so its proxy can be removed after the member left
+	// the parameters.
+	// +required
+	Cluster MemberCluster `json:"cluster"`
 	// Reachable is whether the member's API server answered kafkalink's last request.
 	// +required
 	Reachable bool `json:"reachable"`

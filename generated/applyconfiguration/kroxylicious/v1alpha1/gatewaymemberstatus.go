@@ -25,6 +25,9 @@ package v1alpha1
 type GatewayMemberStatusApplyConfiguration struct {
 	// Name is the member's name in the parameters.
 	Name *string `json:"name,omitempty"`
+	// Cluster is the member's cluster, kept so its proxy can be removed after the member left
+	// the parameters.
+	Cluster *MemberClusterApplyConfiguration `json:"cluster,omitempty"`
 	// Reachable is whether the member's API server answered kafkalink's last request.
 	Reachable *bool `json:"reachable,omitempty"`
 	// Programmed is whether the member runs the current proxy configuration with at least one
@@ -45,6 +48,14 @@ func GatewayMemberStatus() *GatewayMemberStatusApplyConfiguration {
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *GatewayMemberStatusApplyConfiguration) WithName(value string) *GatewayMemberStatusApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithCluster sets the Cluster field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Cluster field is set to the value of the last call.
+func (b *GatewayMemberStatusApplyConfiguration) WithCluster(value *MemberClusterApplyConfiguration) *GatewayMemberStatusApplyConfiguration {
+	b.Cluster = value
 	return b
 }
 

@@ -1,0 +1,431 @@
+package gatewaycontroller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/member"
+)
+
+// Proxies in member clusters (KafkaGatewayParameters spec.members; docs/stretch.md). After the
+// central apply, the gateway's Deployment, ConfigMap, Services, PodDisruptionBudget and the
+// Secrets its pods mount are applied into each member, in the gateway's namespace, by that
+// member's own worker (package member): a member that does not answer delays only itself. The
+// outcome (reachable, Programmed) is recorded and the gateway enqueued, whose sync puts it in
+// status.members. OpenShift Routes and TLSRoutes stay in the central cluster.
+const (
+	// FinalizerMemberProxies keeps a gateway with members until their proxies are removed.
+	FinalizerMemberProxies = "kafkalink.io/member-proxies"
+	// LabelMemberOf marks what a member holds for a gateway of the central cluster (its UID):
+	// pruning and removal select on it.
+	LabelMemberOf = "kafkalink.io/member-of"
+	// memberPoll is how often a member's Deployment is checked until it is available, and
+	// memberRecheck how often afterwards (reads only), so status.members follows a member that
+	// is lost or a proxy that stops.
+	memberPoll    = 2 * time.Second
+	memberRecheck = 30 * time.Second
+)
+
+// memberKinds are the generated kinds a member gets, in apply order (what is mounted first).
+var memberKinds = []string{gateway.KindSecret, gateway.KindConfigMap, gateway.KindService, gateway.KindPodDisruptionBudget, gateway.KindDeployment}
+
+// memberSpec is what one member must hold for a gateway; remove means nothing.
+type memberSpec struct {
+	ref        member.Ref
+	gatewayUID string
+	namespace  string
+	objects    []*unstructured.Unstructured // generated objects, without owner references
+	mounted    []string                     // Secrets the pods mount that are not generated
+	deployment string
+	digest     string
+	remove     bool
+}
+
+type memberResult struct {
+	reachable, programmed, removed bool
+	applied                        string // the digest applied last
+	message                        string
+}
+
+type memberProxies struct {
+	registry *member.Registry
+	central  kubernetes.Interface
+	enqueue  func(cache.ObjectName)
+	mu       sync.Mutex
+	specs    map[string]memberSpec
+	results  map[string]memberResult
+}
+
+func newMemberProxies(ctx context.Context, central kubernetes.Interface, enqueue func(cache.ObjectName)) *memberProxies {
+	m := &memberProxies{central: central, enqueue: enqueue, specs: map[string]memberSpec{}, results: map[string]memberResult{}}
+	m.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: m.deliver})
+	return m
+}
+
+func memberKey(gw *kroxyliciousv1alpha1.KafkaGateway, name string) string {
+	return gw.Namespace + "/" + gw.Name + "/" + name
+}
+
+// known lists a gateway's members: those of its parameters, then those still in its status
+// (whose proxies are to remove).
+func knownMembers(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []kroxyliciousv1alpha1.GatewayMember {
+	var out []kroxyliciousv1alpha1.GatewayMember
+	if params != nil {
+		out = append(out, params.Spec.Members...)
+	}
+	for _, st := range gw.Status.Members {
+		if !slices.ContainsFunc(out, func(m kroxyliciousv1alpha1.GatewayMember) bool { return m.Name == st.Name }) {
+			out = append(out, kroxyliciousv1alpha1.GatewayMember{Name: st.Name, Cluster: st.Cluster})
+		}
+	}
+	return out
+}
+
+// want records what each member must hold (objects nil: the gateway is being deleted, or the
+// member left the parameters) and queues what changed. It returns whether every member's proxy
+// is gone, when the finalizer may go.
+func (m *memberProxies) want(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters, res *gateway.Result, version func(secret string) string) (allGone bool) {
+	allGone = true
+	objects, mounted := memberObjects(gw, res)
+	for _, mem := range knownMembers(gw, params) {
+		key := memberKey(gw, mem.Name)
+		spec := memberSpec{ref: member.Ref{Namespace: gw.Namespace, Secret: mem.Cluster.Secret, ClusterURL: mem.Cluster.ClusterURL},
+			gatewayUID: string(gw.UID), namespace: gw.Namespace, deployment: gateway.DeploymentName(gw.Name)}
+		wanted := params != nil && gw.DeletionTimestamp == nil &&
+			slices.ContainsFunc(params.Spec.Members, func(p kroxyliciousv1alpha1.GatewayMember) bool { return p.Name == mem.Name })
+		switch {
+		case wanted:
+			allGone = false
+			if res == nil { // held: the members keep what they run, as the central cluster does
+				continue
+			}
+			spec.objects, spec.mounted = objects, mounted
+			spec.digest = objectsDigest(objects, mounted, version)
+		case m.removedAlready(key):
+			continue
+		default:
+			allGone = false
+			spec.remove = true
+		}
+		m.set(key, spec)
+	}
+	return allGone
+}
+
+// memberObjects are the generated objects a member gets, and the names of the Secrets its pods
+// mount that are not generated (the listener certificates): those are copied from the central
+// cluster when delivered.
+func memberObjects(gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) (objects []*unstructured.Unstructured, mounted []string) {
+	if res == nil {
+		return nil, nil
+	}
+	generatedSecrets := map[string]bool{}
+	for _, o := range res.Objects {
+		if o.GetKind() == gateway.KindSecret {
+			generatedSecrets[o.GetName()] = true
+		}
+	}
+	for _, o := range res.Objects {
+		if !slices.Contains(memberKinds, o.GetKind()) {
+			continue
+		}
+		o = o.DeepCopy()
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelMemberOf] = string(gw.UID)
+		o.SetLabels(labels)
+		objects = append(objects, o)
+		if o.GetKind() == gateway.KindDeployment {
+			mounted = append(mounted, mountedSecrets(o, generatedSecrets)...)
+		}
+	}
+	sort.SliceStable(objects, func(i, j int) bool {
+		return slices.Index(memberKinds, objects[i].GetKind()) < slices.Index(memberKinds, objects[j].GetKind())
+	})
+	sort.Strings(mounted)
+	return objects, slices.Compact(mounted)
+}
+
+// mountedSecrets are the Secrets a Deployment's pods mount that are not generated.
+func mountedSecrets(o *unstructured.Unstructured, generated map[string]bool) []string {
+	var d appsv1.Deployment
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d) != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && !generated[v.Secret.SecretName] {
+			out = append(out, v.Secret.SecretName)
+		}
+	}
+	return out
+}
+
+// objectsDigest digests what a member gets: the objects, and the mounted Secrets' versions.
+func objectsDigest(objects []*unstructured.Unstructured, mounted []string, version func(string) string) string {
+	h := sha256.New()
+	for _, o := range objects {
+		b, _ := json.Marshal(o.Object)
+		h.Write(b)
+	}
+	for _, name := range mounted {
+		fmt.Fprintf(h, "\x00%s=%s", name, version(name))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func (m *memberProxies) set(key string, spec memberSpec) {
+	m.mu.Lock()
+	old, had := m.specs[key]
+	m.specs[key] = spec
+	m.mu.Unlock()
+	if had && old.ref == spec.ref && old.digest == spec.digest && old.remove == spec.remove {
+		return
+	}
+	if had && old.ref != spec.ref {
+		m.registry.Release(old.ref, key)
+	}
+	m.registry.Enqueue(spec.ref, key)
+}
+
+func (m *memberProxies) removedAlready(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.results[key].removed && m.specs[key].remove
+}
+
+// statuses are a gateway's status.members.
+func (m *memberProxies) statuses(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []kroxyliciousv1alpha1.GatewayMemberStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []kroxyliciousv1alpha1.GatewayMemberStatus
+	for _, mem := range knownMembers(gw, params) {
+		key := memberKey(gw, mem.Name)
+		spec, ok := m.specs[key]
+		res := m.results[key]
+		if ok && spec.remove && res.removed {
+			continue
+		}
+		st := kroxyliciousv1alpha1.GatewayMemberStatus{Name: mem.Name, Cluster: mem.Cluster, Message: "not contacted yet"}
+		if _, done := m.results[key]; done {
+			st.Reachable, st.Programmed, st.Message = res.reachable, res.programmed, res.message
+		} else if i := slices.IndexFunc(gw.Status.Members, func(s kroxyliciousv1alpha1.GatewayMemberStatus) bool { return s.Name == mem.Name }); i >= 0 {
+			st = gw.Status.Members[i] // not delivered by this process yet: as status last said
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// forget drops what is known of a gateway that no longer exists.
+func (m *memberProxies) forget(gw cache.ObjectName) {
+	prefix := gw.Namespace + "/" + gw.Name + "/"
+	m.mu.Lock()
+	var release []memberSpec
+	var keys []string
+	for key, spec := range m.specs {
+		if strings.HasPrefix(key, prefix) {
+			release, keys = append(release, spec), append(keys, key)
+			delete(m.specs, key)
+			delete(m.results, key)
+		}
+	}
+	m.mu.Unlock()
+	for i, spec := range release {
+		m.registry.Release(spec.ref, keys[i])
+	}
+}
+
+func (m *memberProxies) record(key string, res memberResult) {
+	m.mu.Lock()
+	old, had := m.results[key]
+	m.results[key] = res
+	m.mu.Unlock()
+	if !had || old.reachable != res.reachable || old.programmed != res.programmed || old.message != res.message || old.removed != res.removed {
+		parts := strings.SplitN(key, "/", 3)
+		m.enqueue(cache.ObjectName{Namespace: parts[0], Name: parts[1]})
+	}
+}
+
+// deliver is a member's handler: it makes the member hold what its spec says.
+func (m *memberProxies) deliver(ctx context.Context, c *member.Cluster, key string) error {
+	m.mu.Lock()
+	spec, ok := m.specs[key]
+	prev := m.results[key]
+	m.mu.Unlock()
+	if !ok || spec.ref != c.Ref() {
+		return nil
+	}
+	res := memberResult{applied: prev.applied}
+	dyn, err := c.Dynamic(ctx)
+	switch {
+	case err != nil:
+	case spec.remove:
+		if err = m.prune(ctx, dyn, spec, nil); err == nil {
+			res.removed, res.applied, res.message = true, "", "proxy removed"
+		}
+	case prev.applied != spec.digest:
+		if err = m.applyAll(ctx, dyn, spec); err != nil {
+			break
+		}
+		res.applied = spec.digest
+		fallthrough
+	default:
+		res.programmed, res.message, err = m.programmed(ctx, dyn, spec)
+	}
+	res.reachable = !member.Unreachable(err)
+	if err != nil {
+		res.message = fmt.Sprintf("member %s: %v", c.Ref().Secret, err)
+	}
+	m.record(key, res)
+	switch {
+	case err == nil && !spec.remove && !res.programmed:
+		c.Requeue(key, memberPoll)
+	case err == nil && !spec.remove:
+		c.Requeue(key, memberRecheck)
+	}
+	return err
+}
+
+// applyAll applies the objects and the mounted Secrets' copies, then deletes what the member
+// holds for the gateway that is no longer wanted.
+func (m *memberProxies) applyAll(ctx context.Context, dyn dynamic.Interface, spec memberSpec) error {
+	objects := slices.Clone(spec.objects)
+	for _, name := range spec.mounted {
+		s, err := m.central.CoreV1().Secrets(spec.namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue // the gateway's status says so; the member's pod waits, as the central one does
+		}
+		if err != nil {
+			return err
+		}
+		objects = append([]*unstructured.Unstructured{secretCopy(s, spec.gatewayUID)}, objects...)
+	}
+	want := map[string]bool{}
+	for _, o := range objects {
+		want[o.GetKind()+"/"+o.GetName()] = true
+		gvr := kindToGVR[o.GetKind()]
+		if _, err := dyn.Resource(gvr).Namespace(spec.namespace).Apply(ctx, o.GetName(), o,
+			metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return m.prune(ctx, dyn, spec, want)
+}
+
+// secretCopy is a central Secret as a member gets it: data and type, labelled for pruning.
+func secretCopy(s *corev1.Secret, gatewayUID string) *unstructured.Unstructured {
+	data := map[string]any{}
+	for k, v := range s.Data {
+		data[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": gateway.KindSecret, "type": string(s.Type)}}
+	u.SetName(s.Name)
+	u.SetNamespace(s.Namespace)
+	u.SetLabels(map[string]string{LabelMemberOf: gatewayUID, gateway.LabelManagedBy: "kafkalink"})
+	obj, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.Secret{Data: s.Data})
+	u.Object["data"] = obj["data"]
+	return u
+}
+
+// prune deletes the member's objects of the gateway that are not wanted (all when want is nil).
+func (m *memberProxies) prune(ctx context.Context, dyn dynamic.Interface, spec memberSpec, want map[string]bool) error {
+	selector := LabelMemberOf + "=" + spec.gatewayUID
+	for _, kind := range memberKinds {
+		client := dyn.Resource(kindToGVR[kind]).Namespace(spec.namespace)
+		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		for _, o := range list.Items {
+			if want[kind+"/"+o.GetName()] {
+				continue
+			}
+			uid := o.GetUID()
+			if err := client.Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// programmed reads the member's Deployment: Programmed once it runs the current template with
+// an available replica.
+func (m *memberProxies) programmed(ctx context.Context, dyn dynamic.Interface, spec memberSpec) (bool, string, error) {
+	u, err := dyn.Resource(gvrDeployment).Namespace(spec.namespace).Get(ctx, spec.deployment, metav1.GetOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
+		return false, "", err
+	}
+	if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas < 1 || d.Status.AvailableReplicas < 1 {
+		return false, fmt.Sprintf("waiting for the proxy Deployment: %d updated, %d available", d.Status.UpdatedReplicas, d.Status.AvailableReplicas), nil
+	}
+	return true, "proxy available", nil
+}
+
+// syncMembers brings the gateway's member proxies along after a sync (res nil while held) and
+// returns their state for the status to write; finalizeMembers does it for a deleted gateway.
+func (c *Controller) syncMembers(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters, res *gateway.Result) ([]kroxyliciousv1alpha1.GatewayMemberStatus, error) {
+	version := func(name string) string {
+		if s, err := c.secrets.Secrets(gw.Namespace).Get(name); err == nil {
+			return s.ResourceVersion
+		}
+		return ""
+	}
+	allGone := c.members.want(gw, params, res, version)
+	if patch := controller.FinalizerPatch(gw, FinalizerMemberProxies, !allGone); patch != nil {
+		if _, err := c.env.Clients.KafkaLink.KroxyliciousV1alpha1().KafkaGateways(gw.Namespace).Patch(ctx, gw.Name, types.MergePatchType, patch,
+			metav1.PatchOptions{FieldManager: controller.FieldManager}); err != nil {
+			return nil, err
+		}
+	}
+	return c.members.statuses(gw, params), nil
+}
+
+// finalizeMembers removes a deleted gateway's member proxies, reporting them in status, and
+// then its finalizer; a member that does not answer holds the gateway until it does.
+func (c *Controller) finalizeMembers(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway) error {
+	if !slices.Contains(gw.Finalizers, FinalizerMemberProxies) {
+		return nil
+	}
+	members, err := c.syncMembers(ctx, gw, nil, nil)
+	if err != nil || equality.Semantic.DeepEqual(members, gw.Status.Members) {
+		return err
+	}
+	updated := gw.DeepCopy()
+	updated.Status.Members = members
+	_, err = c.env.Clients.KafkaLink.KroxyliciousV1alpha1().KafkaGateways(gw.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{FieldManager: controller.FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
