@@ -89,12 +89,12 @@ lint-fix: ## Let golangci-lint fix what it can (import groups and aliases, some 
 	$(GOLANGCI_LINT) run --fix ./...
 
 bench: controlplane ## Benchmarks: figures side by side from one run, not pass/fail.
-	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback)"
+	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback); idle connections; 1,000 small producers; 1,000 virtual clusters (reload, SNI handshakes)"
 	$(GO) run ./proxy/bench
 	@echo "== binding: secret assembly per connection"
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
-	@echo "== gateway: pure translation of 200 routes x 10 brokers"
-	$(GO) test -run '^$$' -bench BenchmarkTranslate200Routes ./pkg/gateway
+	@echo "== gateway: pure translation of 200 routes x 10 brokers, and of 1,000 routes x 3 brokers on one gateway (config-bytes: the proxy configuration)"
+	$(GO) test -run '^$$' -bench 'BenchmarkTranslate(200|1000)Routes' ./pkg/gateway
 	@echo "== gateway: 200 routes x 10 brokers applied against the local control plane, then idle writes"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway

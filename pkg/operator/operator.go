@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -64,6 +65,8 @@ type Options struct {
 	WatchNamespaces []string
 	// MetricsAddress is --metrics-address; empty disables /metrics.
 	MetricsAddress string
+	// Profiling is --profiling: /debug/pprof/ on the metrics address.
+	Profiling bool
 	// HealthAddress is --health-address.
 	HealthAddress string
 	// LeaderElect is --leader-elect.
@@ -114,6 +117,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 1000, "Burst of requests to the API server above --kube-api-qps.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", commaList(&o.WatchNamespaces))
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":8080", "Address of the Prometheus /metrics endpoint; empty disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", false, "Also serve Go's /debug/pprof/ profiles on the metrics address (for measuring; they show the operator's internals, so keep that address private).")
 	fs.StringVar(&o.HealthAddress, "health-address", ":8081", "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "Run controllers only while holding the leader Lease, so replicas can stand by.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader Lease; $POD_NAMESPACE, else kafkalink-system, when empty.")
@@ -507,6 +511,10 @@ func serveProbes(ctx context.Context, opts Options, p probes) (errs <-chan error
 	if opts.MetricsAddress != "" {
 		metricsMux := http.NewServeMux()
 		metricsMux.Handle("/metrics", promhttp.HandlerFor(controller.Registry, promhttp.HandlerOpts{}))
+		if opts.Profiling {
+			metricsMux.HandleFunc("/debug/pprof/", pprof.Index)
+			metricsMux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		}
 		servers = append(servers, &http.Server{Addr: opts.MetricsAddress, Handler: metricsMux, ReadHeaderTimeout: 5 * time.Second})
 	}
 	stop = func() {

@@ -83,6 +83,7 @@ func main() {
 	smallFor := flag.Duration("small-duration", 5*time.Second, "how long the small producers run per path")
 	idle := flag.String("idle", "1000,2000,5000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
+	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -111,7 +112,7 @@ func main() {
 			idleCounts = append(idleCounts, n)
 		}
 	}
-	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *mib, *rounds, *latN); err != nil {
+	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *routes, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -124,7 +125,7 @@ type smallRun struct {
 	d time.Duration
 }
 
-func run(loads []workload, idleCounts []int, small smallRun, mib, rounds, latN int) error {
+func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds, latN int) error {
 	dir, err := os.MkdirTemp("", "kafkalink-bench")
 	if err != nil {
 		return err
@@ -169,7 +170,7 @@ func run(loads []workload, idleCounts []int, small smallRun, mib, rounds, latN i
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	defer cancel()
-	done, err := serveProxy(ctx, cfgPath)
+	done, err := serveProxy(ctx, cfgPath, 0)
 	if err != nil {
 		return err
 	}
@@ -194,6 +195,11 @@ func run(loads []workload, idleCounts []int, small smallRun, mib, rounds, latN i
 	}
 	cancel()
 	<-done
+	if routes > 0 {
+		if err := routesScale(routes, dir, plain.ListenAddrs()[0], certFile, keyFile, pool); err != nil {
+			return err
+		}
+	}
 	if len(idleCounts) > 0 {
 		return idleScale(idleCounts, dir, plain.ListenAddrs()[0], certFile, keyFile, pool)
 	}
@@ -271,9 +277,10 @@ func benchCerts(dir string) (pool *x509.CertPool, kfakeCert *tls.Certificate, ce
 }
 
 // serveProxy runs kafkalink-proxy in this process until ctx ends, and returns once it is ready;
-// done then says how it ended.
-func serveProxy(ctx context.Context, cfgPath string) (done <-chan error, err error) {
-	srv := server.New(server.Options{ConfigPath: cfgPath})
+// done then says how it ended. poll is how often it looks for a changed configuration (the
+// proxy's default when zero).
+func serveProxy(ctx context.Context, cfgPath string, poll time.Duration) (done <-chan error, err error) {
+	srv := server.New(server.Options{ConfigPath: cfgPath, PollInterval: poll})
 	ended := make(chan error, 1)
 	go func() { ended <- srv.Run(ctx) }()
 	for !srv.Ready() {

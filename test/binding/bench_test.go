@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -77,6 +75,8 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	if h.dyn, err = dynamic.NewForConfig(cp.Config); err != nil {
 		b.Fatal(err)
 	}
+	floor := writeFloor(b, cp, 10000)
+	fmt.Printf("floor: a plain client (16 workers, no client-side limit) created 10,000 small Secrets at %.0f writes/s\n", floor)
 	caOld := bindingtest.NewCA(b, "cluster-ca v0", time.Now().Add(-time.Hour))
 	caNew := bindingtest.NewCA(b, "cluster-ca v1", time.Now().Add(-time.Minute))
 
@@ -143,45 +143,70 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	health, metrics := framework.FreeAddress(), framework.FreeAddress()
 	start := time.Now()
 	op, err := framework.StartProcess(dir, "operator", binary, "--kubeconfig="+kubeconfig,
-		// Default flags: what a user gets (issue 17).
-		"--health-address="+health, "--metrics-address="+metrics, "--leader-elect=false", "--v=1")
+		// Default flags: what a user gets (issue 17); --profiling only serves heap profiles.
+		"--health-address="+health, "--metrics-address="+metrics, "--leader-elect=false", "--v=1", "--profiling")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = op.Stop(15 * time.Second) }()
-	pid := findPID(b, binary)
+	pid := framework.FindProcess(b, binary)
 	waitCount(b, op, &ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
+	readyWrites := operatorWrites(b, cp)
+	heapTop(b, metrics, binary, "at Ready")
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
 	renewal := time.Now()
 	waitCount(b, op, &renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
 	toRenew := time.Since(renewal)
+	h.metrics = "http://" + metrics + "/metrics"
+	h.waitQueueDrained()
+	renewalWrites := operatorWrites(b, cp)
 
 	// Idle: nothing changes for 60 s after the queue drained.
-	h.metrics = "http://" + metrics + "/metrics"
-	for {
-		adds, done, depth, err := h.queueMetrics()
-		if err == nil && depth == 0 && done >= adds {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	before := countWrites(b, cp)
 	time.Sleep(60 * time.Second)
-	after := countWrites(b, cp)
-	hwm, rss := procMemory(b, pid)
+	idleWrites := operatorWrites(b, cp)
+	hwm, rss := framework.ProcessMemory(b, pid)
+	idle := len(idleWrites) - len(renewalWrites)
 
 	b.ReportMetric(toReady.Seconds(), "s-to-ready")
 	b.ReportMetric(toRenew.Seconds(), "s-ca-renewal")
 	b.ReportMetric(float64(hwm)/1024, "MiB-peak-rss")
-	b.ReportMetric(float64(after-before), "idle-writes-60s")
+	b.ReportMetric(float64(idle), "idle-writes-60s")
 	fmt.Printf("%s, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12, default flags):\n", pkg, n)
 	fmt.Printf("  operator start -> all Ready:        %s\n", toReady.Round(time.Millisecond))
 	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", toRenew.Round(time.Millisecond))
 	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(hwm)/1024, float64(rss)/1024)
-	fmt.Printf("  writes by the idle operator in 60s: %d\n", after-before)
+	fmt.Printf("  writes by the idle operator in 60s: %d\n", idle)
+	writeRate := float64(len(readyWrites)) / toReady.Seconds()
+	fmt.Printf("  operator write rate to Ready:       %.0f writes/s (%.0f%% of the plain client's floor)\n", writeRate, 100*writeRate/floor)
+	printWrites([]phaseWrites{
+		{"start -> all Ready", readyWrites},
+		{"CA renewal", renewalWrites[len(readyWrites):]},
+		{"idle 60 s", idleWrites[len(renewalWrites):]},
+	}, n)
+}
+
+// operatorWrites are the operator's writes so far, from the API server's audit log.
+func operatorWrites(b *testing.B, cp *framework.ControlPlane) []framework.AuditEvent {
+	b.Helper()
+	w, err := cp.Writes(framework.OperatorUser)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+// waitQueueDrained waits until the operator's work queues are empty and every item is done.
+func (h *harness) waitQueueDrained() {
+	for range 3000 {
+		adds, done, depth, err := h.queueMetrics()
+		if err == nil && depth == 0 && done >= adds {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func must(b *testing.B, err error) {
@@ -245,58 +270,8 @@ func tail(s string) string {
 	return s
 }
 
-func countWrites(b *testing.B, cp *framework.ControlPlane) int {
-	b.Helper()
-	w, err := cp.Writes(framework.OperatorUser)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return len(w)
-}
 
-// findPID finds the operator process by its binary path, which is unique to this run.
-func findPID(b *testing.B, binary string) int {
-	b.Helper()
-	for range 100 {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && strings.HasPrefix(string(cmdline), binary+"\x00") {
-				return pid
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	b.Fatalf("no process runs %s", binary)
-	return 0
-}
 
-// procMemory reads VmHWM (peak resident set) and VmRSS of a process, in KiB.
-func procMemory(b *testing.B, pid int) (hwm, rss int64) {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmHWM:":
-			hwm = v
-		case "VmRSS:":
-			rss = v
-		}
-	}
-	return hwm, rss
-}
 
 // The helpers below return errors instead of failing, so they can run on many goroutines.
 

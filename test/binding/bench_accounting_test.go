@@ -1,0 +1,131 @@
+package binding_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kafkalink/kafkalink/test/framework"
+)
+
+// writeFloor is what this API server takes from a plain client: n small Secrets created by 16
+// workers with no client-side rate limit. It is the floor for the operator, which makes about
+// two writes per connection (its Secret and its status); the bench compares the two.
+func writeFloor(b *testing.B, cp *framework.ControlPlane, n int) (perSecond float64) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.QPS = -1 // no client-side limiter: the server's Priority and Fairness alone
+	client, err := kubernetes.NewForConfig(cfg)
+	must(b, err)
+	ctx := context.Background()
+	const ns = "floor"
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	must(b, err)
+	start := time.Now()
+	parallel(b, n, 16, func(i int) error {
+		_, err := client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("floor-%05d", i)},
+			Data:       map[string][]byte{"password": []byte("0123456789abcdef")},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	took := time.Since(start)
+	// Gone again, so the operator's run is measured on the same store size as before.
+	must(b, client.CoreV1().Secrets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
+	return float64(n) / took.Seconds()
+}
+
+// writeKinds counts audit events by verb and resource (with its subresource): "patch
+// secrets", "patch kafkaconnections/status".
+func writeKinds(events []framework.AuditEvent) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		// /api/v1/namespaces/<ns>/<resource>[/<name>[/<sub>]] or /apis/<g>/<v>/namespaces/...
+		resource := "?"
+		for i, p := range parts {
+			if p == "namespaces" && i+2 < len(parts) {
+				resource = parts[i+2]
+				if i+4 < len(parts) {
+					resource += "/" + parts[i+4]
+				}
+				break
+			}
+		}
+		out[e.Verb+" "+resource]++
+	}
+	return out
+}
+
+// phaseWrites are the operator's writes between two counts of the audit log.
+type phaseWrites struct {
+	name   string
+	events []framework.AuditEvent
+}
+
+// printWrites prints, per phase, the operator's writes by kind and per connection.
+func printWrites(phases []phaseWrites, n int) {
+	fmt.Printf("  operator writes by phase (audit log), per connection of %d:\n", n)
+	fmt.Printf("    %-22s %-38s %8s %8s\n", "phase", "write", "count", "per conn")
+	for _, p := range phases {
+		kinds := writeKinds(p.events)
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			fmt.Printf("    %-22s %-38s %8d %8.2f\n", p.name, "(none)", 0, 0.0)
+		}
+		for _, k := range names {
+			fmt.Printf("    %-22s %-38s %8d %8.2f\n", p.name, k, kinds[k], float64(kinds[k])/float64(n))
+		}
+	}
+}
+
+// heapTop saves the operator's heap profile (served with --profiling on metrics) and prints
+// `go tool pprof -top` of it by in-use and by allocated space.
+func heapTop(b *testing.B, metrics, binary, label string) {
+	resp, err := http.Get("http://" + metrics + "/debug/pprof/heap")
+	if err != nil {
+		b.Logf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	file := filepath.Join(os.TempDir(), fmt.Sprintf("kafkalink-operator-heap-%s-%d.pb.gz", label, time.Now().Unix()))
+	out, err := os.Create(file)
+	must(b, err)
+	_, err = io.Copy(out, resp.Body)
+	must(b, out.Close())
+	must(b, err)
+	for _, index := range []string{"inuse_space", "alloc_space"} {
+		cmd := exec.Command("go", "tool", "pprof", "-top", "-nodecount=12", "-sample_index="+index, binary, file)
+		top, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Logf("pprof: %v\n%s", err, top)
+			return
+		}
+		fmt.Printf("  heap %s, %s (profile %s):\n%s", label, index, file, indent(string(top)))
+	}
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
