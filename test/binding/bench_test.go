@@ -270,9 +270,6 @@ func tail(s string) string {
 	return s
 }
 
-
-
-
 // The helpers below return errors instead of failing, so they can run on many goroutines.
 
 func (h *harness) createNamespace(name string) error {
