@@ -72,8 +72,12 @@ type Server struct {
 	lastUpTLS    map[string]*tls.Config
 	applied      [32]byte
 	lastBad      [32]byte
-	mgmt         *http.Server
-	mgmtAddr     net.Addr
+	// parsed is the configuration last parsed, from bytes whose SHA-256 is parsedSum; only the
+	// polling goroutine (and Run before it) uses them.
+	parsed    *config.Config
+	parsedSum [32]byte
+	mgmt      *http.Server
+	mgmtAddr  net.Addr
 
 	ticketSecret [32]byte
 
@@ -100,6 +104,8 @@ type snapshot struct {
 	clientCAs *x509.CertPool
 	params    config.TLSParams
 	routes    []*vcRoute
+	// byBootstrap and byPattern index routes by lower-case bootstrap host and broker pattern.
+	byBootstrap, byPattern map[string]*vcRoute
 	// ticketSeed keys this listener's session tickets (see sessionTicketKeys).
 	ticketSeed [32]byte
 }
@@ -115,20 +121,43 @@ type vcRoute struct {
 	filters kafka.Filters
 }
 
-// route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host.
+// route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host, in time
+// that does not grow with the virtual clusters (a gateway may have a thousand routes, and every
+// handshake asks): by bootstrap host, then by broker pattern, trying each run of digits in the
+// host as the node id. Config validation keeps the hosts of a listener's virtual clusters apart.
 func (s *snapshot) route(host string) (*vcRoute, int32, bool) {
-	host = strings.TrimSuffix(host, ".")
-	for _, r := range s.routes {
-		if strings.EqualFold(r.cfg.BootstrapHost, host) {
-			return r, -1, true
-		}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if r, ok := s.byBootstrap[host]; ok {
+		return r, -1, true
 	}
-	for _, r := range s.routes {
-		if id, ok := r.cfg.MatchBroker(host); ok {
-			return r, id, true
+	placeholder := strings.ToLower(config.NodeIDPlaceholder)
+	for i := 0; i < len(host); i++ {
+		if !isDigit(host[i]) || (i > 0 && isDigit(host[i-1])) {
+			continue
+		}
+		j := i
+		for j < len(host) && isDigit(host[j]) {
+			j++
+		}
+		if r, ok := s.byPattern[host[:i]+placeholder+host[j:]]; ok {
+			if id, ok := r.cfg.MatchBroker(host); ok {
+				return r, id, true
+			}
 		}
 	}
 	return nil, 0, false
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// index fills the lookups route uses, once a snapshot's routes are complete.
+func (s *snapshot) index() {
+	s.byBootstrap = make(map[string]*vcRoute, len(s.routes))
+	s.byPattern = make(map[string]*vcRoute, len(s.routes))
+	for _, r := range s.routes {
+		s.byBootstrap[strings.ToLower(r.cfg.BootstrapHost)] = r
+		s.byPattern[strings.ToLower(r.cfg.BrokerPattern)] = r
+	}
 }
 
 // patterns lists the hosts a listener answers, for the unknown-SNI log line.
@@ -175,20 +204,11 @@ func (s *Server) readConfig() (*config.Config, [32]byte, error) {
 	}
 	h := sha256.New()
 	h.Write(raw)
-	cfg, err := config.Parse(raw)
+	cfg, err := s.parseConfig(raw)
 	if err != nil {
 		var fp [32]byte
 		copy(fp[:], h.Sum(nil))
 		return nil, fp, fmt.Errorf("%s: %w", s.opts.ConfigPath, err)
-	}
-	for _, r := range s.opts.Remaps {
-		cfg.RemapPaths(r.From, r.To)
-	}
-	if s.opts.BindAddress != "" {
-		for i := range cfg.Listeners {
-			cfg.Listeners[i].BindAddress = s.opts.BindAddress
-		}
-		cfg.Management.BindAddress = s.opts.BindAddress
 	}
 	for _, f := range cfg.Files() {
 		b, err := os.ReadFile(f)
@@ -202,6 +222,33 @@ func (s *Server) readConfig() (*config.Config, [32]byte, error) {
 	var fp [32]byte
 	copy(fp[:], h.Sum(nil))
 	return cfg, fp, nil
+}
+
+// parseConfig parses and validates the configuration file's bytes, with this process's path
+// remaps and bind address. Bytes it parsed last time give the same *config.Config (which apply
+// only reads): the file is polled every second, and validating a gateway of 1,000 virtual
+// clusters takes milliseconds (every pair's hosts are compared), while the key files it names
+// change far more often than it does.
+func (s *Server) parseConfig(raw []byte) (*config.Config, error) {
+	sum := sha256.Sum256(raw)
+	if s.parsed != nil && sum == s.parsedSum {
+		return s.parsed, nil
+	}
+	cfg, err := config.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range s.opts.Remaps {
+		cfg.RemapPaths(r.From, r.To)
+	}
+	if s.opts.BindAddress != "" {
+		for i := range cfg.Listeners {
+			cfg.Listeners[i].BindAddress = s.opts.BindAddress
+		}
+		cfg.Management.BindAddress = s.opts.BindAddress
+	}
+	s.parsed, s.parsedSum = cfg, sum
+	return cfg, nil
 }
 
 // Run loads the configuration, binds the listeners and the management port, and serves
@@ -403,6 +450,9 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 		}
 		vcs[vc.Name] = st
 		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up, filters: chain})
+	}
+	for _, snap := range snaps {
+		snap.index()
 	}
 
 	// Bind new or changed listeners; one that cannot bind is left out.
