@@ -347,7 +347,8 @@ func (t *targets) apply(ctx context.Context, c *member.Cluster, spec copySpec) (
 			err = nil
 		}
 		return err == nil, err == nil, err
-	case existing != nil && existing.Annotations[secretDigestAnnotation] == spec.digest:
+	case existing != nil && dataDigest(existing.Data) == spec.digest && string(existing.Type) == binding.SecretType:
+		// The data itself is compared, so a copy edited by hand in the member is put back.
 		return true, false, nil
 	}
 	ac := corev1ac.Secret(spec.name, spec.namespace).

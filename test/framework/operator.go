@@ -161,3 +161,6 @@ func WaitHTTP200(ctx context.Context, url string, timeout time.Duration) error {
 
 // FreeAddress returns a free loopback host:port.
 func FreeAddress() string { return fmt.Sprintf("127.0.0.1:%d", freePort()) }
+
+// FreePort returns a free loopback port.
+func FreePort() int { return freePort() }

@@ -181,7 +181,7 @@ func (w *world) gatewayInMembers(t *testing.T) {
 	}
 	gatewayCA := bindingtest.NewCA(t, "apps issuer", time.Now().Add(-time.Hour))
 	w.createGatewayCert(gatewayCA)
-	listenPort, mgmtPort := freePort(t), freePort(t)
+	listenPort, mgmtPort := framework.FreePort(), framework.FreePort()
 	file := filepath.Join(t.TempDir(), "gateway.yaml")
 	w.must(os.WriteFile(file, []byte(fmt.Sprintf(gatewayYAML, mgmtPort, listenPort)), 0o600))
 	_, err := w.central.Kubectl("apply", "-f", file)
@@ -258,14 +258,4 @@ func (w *world) createGatewayCert(ca *bindingtest.CA) {
 		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM},
 	}, metav1.CreateOptions{})
 	w.must(err)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -62,6 +62,20 @@ func (w *world) copiesInBothMembers(t *testing.T) {
 		}
 	}
 
+	// A copy deleted or edited by hand in a member is put back (the member's informer sees it).
+	w.must(w.members["member-a"].Client.CoreV1().Secrets(ns).Delete(w.ctx, "orders", metav1.DeleteOptions{}))
+	w.eventually("member-a's deleted copy restored", limit, func() (bool, string) {
+		return w.copyHas("member-a", "orders", "bootstrap.servers", perCluster)
+	})
+	copyB, err := w.members["member-b"].Client.CoreV1().Secrets(ns).Get(w.ctx, "orders", metav1.GetOptions{})
+	w.must(err)
+	copyB.Data["password"] = []byte("tampered")
+	_, err = w.members["member-b"].Client.CoreV1().Secrets(ns).Update(w.ctx, copyB, metav1.UpdateOptions{})
+	w.must(err)
+	w.eventually("member-b's edited copy restored", limit, func() (bool, string) {
+		return w.copyHas("member-b", "orders", "password", "first")
+	})
+
 	// Exporting the bootstrap Service (MCS) moves every copy to its clusterset name.
 	export := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport",
