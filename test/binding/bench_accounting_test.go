@@ -47,29 +47,6 @@ func writeFloor(b *testing.B, cp *framework.ControlPlane, n int) (perSecond floa
 	return float64(n) / took.Seconds()
 }
 
-// writeKinds counts audit events by verb and resource (with its subresource): "patch
-// secrets", "patch kafkaconnections/status".
-func writeKinds(events []framework.AuditEvent) map[string]int {
-	out := map[string]int{}
-	for _, e := range events {
-		path, _, _ := strings.Cut(e.RequestURI, "?")
-		parts := strings.Split(strings.Trim(path, "/"), "/")
-		// /api/v1/namespaces/<ns>/<resource>[/<name>[/<sub>]] or /apis/<g>/<v>/namespaces/...
-		resource := "?"
-		for i, p := range parts {
-			if p == "namespaces" && i+2 < len(parts) {
-				resource = parts[i+2]
-				if i+4 < len(parts) {
-					resource += "/" + parts[i+4]
-				}
-				break
-			}
-		}
-		out[e.Verb+" "+resource]++
-	}
-	return out
-}
-
 // phaseWrites are the operator's writes between two counts of the audit log.
 type phaseWrites struct {
 	name   string
@@ -81,7 +58,7 @@ func printWrites(phases []phaseWrites, n int) {
 	fmt.Printf("  operator writes by phase (audit log), per connection of %d:\n", n)
 	fmt.Printf("    %-22s %-38s %8s %8s\n", "phase", "write", "count", "per conn")
 	for _, p := range phases {
-		kinds := writeKinds(p.events)
+		kinds := framework.WritesByKind(p.events)
 		names := make([]string, 0, len(kinds))
 		for k := range kinds {
 			names = append(names, k)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -86,4 +87,27 @@ func (cp *ControlPlane) Writes(user string) ([]AuditEvent, error) {
 		}
 	}
 	return events, s.Err()
+}
+
+// WritesByKind counts audit events by verb and resource, with its subresource: "patch
+// secrets", "patch kafkaconnections/status".
+func WritesByKind(events []AuditEvent) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		parts := strings.Split(strings.Trim(path, "/"), "/")
+		// /api/v1/namespaces/<ns>/<resource>[/<name>[/<sub>]] or /apis/<g>/<v>/namespaces/...
+		resource := "?"
+		for i, p := range parts {
+			if p == "namespaces" && i+2 < len(parts) {
+				resource = parts[i+2]
+				if i+4 < len(parts) {
+					resource += "/" + parts[i+4]
+				}
+				break
+			}
+		}
+		out[e.Verb+" "+resource]++
+	}
+	return out
 }

@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -19,8 +21,9 @@ import (
 // BenchmarkGateway200Routes measures one gateway with 200 in-cluster routes of 10 brokers each
 // (2,200 generated Services): the time from creating the routes until every route is attached
 // and every Service exists, and then the operator's writes over 10 idle seconds, which must be 0.
-// It runs the operator in-process under the operator ServiceAccount's RBAC, with a client rate
-// limit of 200 QPS (the binary uses client-go's default of 5), and prints its figures:
+// It runs the operator in-process under the operator ServiceAccount's RBAC, with the binary's
+// default flags (client-side limit, workers), and prints its figures and the operator's writes
+// by kind:
 //
 //	go test -count=1 -run '^$' -bench BenchmarkGateway200Routes -benchtime=1x ./test/gateway/
 func BenchmarkGateway200Routes(b *testing.B) {
@@ -35,15 +38,18 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+	var opts kloperator.Options
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	opts.AddFlags(fs)
+	if err := fs.Parse([]string{"--health-address=" + framework.FreeAddress(), "--metrics-address=", "--leader-elect=false",
+		"--proxy-image=ghcr.io/kafkalink/kafkalink-proxy:bench"}); err != nil {
+		b.Fatal(err)
+	}
 	cfg := rest.CopyConfig(operatorCfg)
-	cfg.QPS, cfg.Burst = 200, 400
+	cfg.QPS, cfg.Burst = float32(opts.KubeAPIQPS), opts.KubeAPIBurst
 	clients, err := kloperator.NewClients(cfg)
 	if err != nil {
 		b.Fatal(err)
-	}
-	opts := kloperator.Options{
-		HealthAddress: framework.FreeAddress(), Workers: 4, ClusterDomain: "svc.cluster.local",
-		ProxyImage: "ghcr.io/kafkalink/kafkalink-proxy:bench", TLSRouteAttachTimeout: 5 * time.Minute,
 	}
 	done := make(chan error, 1)
 	go func() { done <- kloperator.Run(ctx, opts, clients, gatewaycontroller.New) }()
@@ -71,6 +77,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	for i := range ids {
 		ids[i] = int32(i)
 	}
+	writesBefore, _ := cp.Writes(framework.OperatorUser)
 	b.ResetTimer()
 	start := time.Now()
 	for i := range routes {
@@ -109,6 +116,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	}
 	allStatus := time.Since(start)
 	b.StopTimer()
+	writesDone, _ := cp.Writes(framework.OperatorUser)
 
 	// Steady state: let the last writes land, then count writes over 10 idle seconds.
 	settleB(b)
@@ -123,6 +131,15 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	b.ReportMetric(float64(steady), "steady-writes/10s")
 	b.Logf("200 routes x 10 brokers: routes created in %s; all 2,200 Services and attachedRoutes=200 after %s; all route status after %s; operator writes while idle for 10s: %d",
 		created.Round(time.Millisecond), programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
+	kinds := framework.WritesByKind(writesDone[len(writesBefore):])
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Printf("  operator writes, 200 routes applied: %-40s %6d (%.2f per route)\n", k, kinds[k], float64(kinds[k])/routes)
+	}
 	if steady != 0 {
 		b.Errorf("the operator wrote %d times while nothing changed", steady)
 	}
