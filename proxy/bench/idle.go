@@ -29,13 +29,10 @@ import (
 func idleScale(counts []int, dir, target, certFile, keyFile string, roots *x509.CertPool) error {
 	// Two descriptors per connection here (the client's and kfake's), as many in the proxy,
 	// which inherits the raised limit.
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
-		lim.Cur = lim.Max
-		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
-	}
-	if n := counts[len(counts)-1]; uint64(2*n+1000) > lim.Cur {
-		return fmt.Errorf("-idle %d needs about %d file descriptors; this process may open %d (ulimit -n)", n, 2*n+1000, lim.Cur)
+	need := uint64(2*counts[len(counts)-1] + 2000)
+	lim, err := raiseFileLimit(need)
+	if err != nil || lim < need {
+		return fmt.Errorf("-idle %d needs about %d file descriptors; this process may open %d (ulimit -n): %v", counts[len(counts)-1], need, lim, err)
 	}
 	bin := filepath.Join(dir, "kafkalink-proxy")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kafkalink-proxy").CombinedOutput(); err != nil {
@@ -158,4 +155,24 @@ func scrape(url string) (map[string]float64, error) {
 		}
 	}
 	return m, sc.Err()
+}
+
+// raiseFileLimit raises this process's descriptor limit to need: the soft limit up to the hard
+// one, and the hard one too where the process may (root, as on CI machines, whose hard limit
+// is 20,000). It returns the soft limit now in force.
+func raiseFileLimit(need uint64) (uint64, error) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	if lim.Cur >= need {
+		return lim.Cur, nil
+	}
+	want := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err == nil {
+		return need, nil
+	}
+	lim.Cur = lim.Max
+	err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	return lim.Cur, err
 }

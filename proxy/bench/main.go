@@ -81,7 +81,7 @@ func main() {
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	small := flag.Int("small-producers", 1000, "connections sending small Produce requests one after another, per path; 0 skips")
 	smallFor := flag.Duration("small-duration", 5*time.Second, "how long the small producers run per path")
-	idle := flag.String("idle", "1000,2000,5000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
+	idle := flag.String("idle", "1000,2000,5000,10000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
