@@ -153,7 +153,7 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	waitCount(b, op, &ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
 	readyWrites := operatorWrites(b, cp)
-	heapTop(b, metrics, binary, "at Ready")
+	heapTop(b, metrics, binary, "at-ready")
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
