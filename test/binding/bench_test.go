@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +33,8 @@ import (
 //
 //	go test -run '^$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding/
 //
-// BINDING_BENCH_CONNECTIONS changes the count (for a quick try).
+// BINDING_BENCH_CONNECTIONS changes the count (for a quick try), BINDING_BENCH_ARGS adds
+// operator flags.
 func BenchmarkFiveThousandConnections(b *testing.B) {
 	n := 5000
 	if v, err := strconv.Atoi(os.Getenv("BINDING_BENCH_CONNECTIONS")); err == nil && v > 0 {
@@ -142,9 +144,12 @@ func benchConnections(b *testing.B, n int, pkg string) {
 
 	health, metrics := framework.FreeAddress(), framework.FreeAddress()
 	start := time.Now()
-	op, err := framework.StartProcess(dir, "operator", binary, "--kubeconfig="+kubeconfig,
+	args := []string{"--kubeconfig=" + kubeconfig,
 		// Default flags: what a user gets (issue 17); --profiling only serves heap profiles.
-		"--health-address="+health, "--metrics-address="+metrics, "--leader-elect=false", "--v=1", "--profiling")
+		"--health-address=" + health, "--metrics-address=" + metrics, "--leader-elect=false", "--v=1", "--profiling"}
+	// BINDING_BENCH_ARGS adds operator flags, to try a setting (such as --workers=16).
+	args = append(args, strings.Fields(os.Getenv("BINDING_BENCH_ARGS"))...)
+	op, err := framework.StartProcess(dir, "operator", binary, args...)
 	if err != nil {
 		b.Fatal(err)
 	}
