@@ -101,46 +101,9 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	})
 	b.Logf("setup: %d KafkaUsers, user Secrets and KafkaConnections created in %s", n, time.Since(setup).Round(time.Millisecond))
 
-	// Watch from the benchmark: Ready connections and binding Secrets trusting both CAs.
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	var ready, renewed atomic.Int64
-	readySet, renewedSet := &sync.Map{}, &sync.Map{}
-	klf := kafkalinkinformers.NewSharedInformerFactoryWithOptions(h.kl, 0, kafkalinkinformers.WithNamespace(ns))
-	onConn := func(obj any) {
-		c, ok := obj.(*kafkav1beta2.KafkaConnection)
-		if !ok {
-			return
-		}
-		for _, cond := range c.Status.Conditions {
-			if cond.Type == "Ready" && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.Generation {
-				if _, loaded := readySet.LoadOrStore(c.Name, true); !loaded {
-					ready.Add(1)
-				}
-			}
-		}
-	}
-	_, _ = klf.Kafka().V1beta2().KafkaConnections().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onConn, UpdateFunc: func(_, o any) { onConn(o) },
-	})
-	kf := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "kafkalink.io/binding" }))
-	onSecret := func(obj any) {
-		s, ok := obj.(*corev1.Secret)
-		if !ok {
-			return
-		}
-		if len(bindingtest.PEMCertificates(s.Data["ssl.truststore.crt"])) == 2 {
-			if _, loaded := renewedSet.LoadOrStore(s.Name, true); !loaded {
-				renewed.Add(1)
-			}
-		}
-	}
-	_, _ = kf.Core().V1().Secrets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onSecret, UpdateFunc: func(_, o any) { onSecret(o) },
-	})
-	klf.Start(watchCtx.Done())
-	kf.Start(watchCtx.Done())
+	ready, renewed := h.watchProgress(watchCtx, ns)
 
 	health, metrics := framework.FreeAddress(), framework.FreeAddress()
 	start := time.Now()
@@ -155,7 +118,7 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	}
 	defer func() { _ = op.Stop(15 * time.Second) }()
 	pid := framework.FindProcess(b, binary)
-	waitCount(b, op, &ready, int64(n), "Ready connections", 30*time.Minute)
+	waitCount(b, op, ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
 	readyWrites := operatorWrites(b, cp)
 	heapTop(b, metrics, binary, "at-ready")
@@ -163,7 +126,7 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
 	renewal := time.Now()
-	waitCount(b, op, &renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
+	waitCount(b, op, renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
 	toRenew := time.Since(renewal)
 	h.metrics = "http://" + metrics + "/metrics"
 	h.waitQueueDrained()
@@ -173,24 +136,33 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	time.Sleep(60 * time.Second)
 	idleWrites := operatorWrites(b, cp)
 	hwm, rss := framework.ProcessMemory(b, pid)
-	idle := len(idleWrites) - len(renewalWrites)
+	report(b, benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss,
+		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]})
+}
 
-	b.ReportMetric(toReady.Seconds(), "s-to-ready")
-	b.ReportMetric(toRenew.Seconds(), "s-ca-renewal")
-	b.ReportMetric(float64(hwm)/1024, "MiB-peak-rss")
-	b.ReportMetric(float64(idle), "idle-writes-60s")
-	fmt.Printf("%s, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12, default flags):\n", pkg, n)
-	fmt.Printf("  operator start -> all Ready:        %s\n", toReady.Round(time.Millisecond))
-	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", toRenew.Round(time.Millisecond))
-	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(hwm)/1024, float64(rss)/1024)
-	fmt.Printf("  writes by the idle operator in 60s: %d\n", idle)
-	writeRate := float64(len(readyWrites)) / toReady.Seconds()
-	fmt.Printf("  operator write rate to Ready:       %.0f writes/s (%.0f%% of the plain client's floor)\n", writeRate, 100*writeRate/floor)
-	printWrites([]phaseWrites{
-		{"start -> all Ready", readyWrites},
-		{"CA renewal", renewalWrites[len(readyWrites):]},
-		{"idle 60 s", idleWrites[len(renewalWrites):]},
-	}, n)
+// benchFigures are one run's results: times, memory in KiB, and the writes of each phase.
+type benchFigures struct {
+	pkg                  string
+	n                    int
+	floor                float64
+	toReady, toRenew     time.Duration
+	hwm, rss             int64
+	ready, renewal, idle []framework.AuditEvent
+}
+
+func report(b *testing.B, f benchFigures) {
+	b.ReportMetric(f.toReady.Seconds(), "s-to-ready")
+	b.ReportMetric(f.toRenew.Seconds(), "s-ca-renewal")
+	b.ReportMetric(float64(f.hwm)/1024, "MiB-peak-rss")
+	b.ReportMetric(float64(len(f.idle)), "idle-writes-60s")
+	fmt.Printf("%s, %d KafkaConnections (one SCRAM KafkaUser each, one Kafka, PEM+PKCS12, default flags):\n", f.pkg, f.n)
+	fmt.Printf("  operator start -> all Ready:        %s\n", f.toReady.Round(time.Millisecond))
+	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", f.toRenew.Round(time.Millisecond))
+	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(f.hwm)/1024, float64(f.rss)/1024)
+	fmt.Printf("  writes by the idle operator in 60s: %d\n", len(f.idle))
+	writeRate := float64(len(f.ready)) / f.toReady.Seconds()
+	fmt.Printf("  operator write rate to Ready:       %.0f writes/s (%.0f%% of the plain client's floor)\n", writeRate, 100*writeRate/f.floor)
+	printWrites([]phaseWrites{{"start -> all Ready", f.ready}, {"CA renewal", f.renewal}, {"idle 60 s", f.idle}}, f.n)
 }
 
 // operatorWrites are the operator's writes so far, from the API server's audit log.
@@ -273,6 +245,49 @@ func tail(s string) string {
 		return s[len(s)-4000:]
 	}
 	return s
+}
+
+// watchProgress counts, from the benchmark's own informers, the Ready connections and the binding
+// Secrets that trust both CAs, until ctx ends.
+func (h *harness) watchProgress(ctx context.Context, ns string) (ready, renewed *atomic.Int64) {
+	ready, renewed = &atomic.Int64{}, &atomic.Int64{}
+	readySet, renewedSet := &sync.Map{}, &sync.Map{}
+	klf := kafkalinkinformers.NewSharedInformerFactoryWithOptions(h.kl, 0, kafkalinkinformers.WithNamespace(ns))
+	onConn := func(obj any) {
+		c, ok := obj.(*kafkav1beta2.KafkaConnection)
+		if !ok {
+			return
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == "Ready" && cond.Status == metav1.ConditionTrue && cond.ObservedGeneration == c.Generation {
+				if _, loaded := readySet.LoadOrStore(c.Name, true); !loaded {
+					ready.Add(1)
+				}
+			}
+		}
+	}
+	_, _ = klf.Kafka().V1beta2().KafkaConnections().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onConn, UpdateFunc: func(_, o any) { onConn(o) },
+	})
+	kf := informers.NewSharedInformerFactoryWithOptions(h.kube, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "kafkalink.io/binding" }))
+	onSecret := func(obj any) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return
+		}
+		if len(bindingtest.PEMCertificates(s.Data["ssl.truststore.crt"])) == 2 {
+			if _, loaded := renewedSet.LoadOrStore(s.Name, true); !loaded {
+				renewed.Add(1)
+			}
+		}
+	}
+	_, _ = kf.Core().V1().Secrets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onSecret, UpdateFunc: func(_, o any) { onSecret(o) },
+	})
+	klf.Start(ctx.Done())
+	kf.Start(ctx.Done())
+	return ready, renewed
 }
 
 // The helpers below return errors instead of failing, so they can run on many goroutines.
