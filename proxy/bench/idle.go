@@ -31,8 +31,11 @@ func idleScale(counts []int, dir, target, certFile, keyFile string, roots *x509.
 	// which inherits the raised limit.
 	need := uint64(2*counts[len(counts)-1] + 2000)
 	lim, err := raiseFileLimit(need)
-	if err != nil || lim < need {
-		return fmt.Errorf("-idle %d needs about %d file descriptors; this process may open %d (ulimit -n): %v", counts[len(counts)-1], need, lim, err)
+	if err != nil {
+		return fmt.Errorf("raising the descriptor limit for -idle %d: %w", counts[len(counts)-1], err)
+	}
+	if lim < need {
+		return fmt.Errorf("-idle %d needs about %d file descriptors; this process may open %d (ulimit -n)", counts[len(counts)-1], need, lim)
 	}
 	bin := filepath.Join(dir, "kafkalink-proxy")
 	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kafkalink-proxy").CombinedOutput(); err != nil {
