@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
@@ -46,6 +47,22 @@ func TestSnapshotRoute(t *testing.T) {
 			}
 			t.Errorf("route(%q) = %s %d %v, want %s %d %v", tc.host, name, id, ok, tc.vc, tc.id, tc.ok)
 		}
+	}
+}
+
+// A client's SNI can be 64 KiB; one of digit runs is refused without building a candidate per
+// run (32,768 strings of 64 KiB each).
+func TestSnapshotRouteHostileSNI(t *testing.T) {
+	s := &snapshot{routes: []*vcRoute{{cfg: config.VirtualCluster{BootstrapHost: "b.example.com", BrokerPattern: "b-$(nodeId).example.com"}}}}
+	s.index()
+	host := strings.Repeat("1a", 32<<10) + ".example.com"
+	allocs := testing.AllocsPerRun(3, func() {
+		if _, _, ok := s.route(host); ok {
+			t.Error("routed")
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("%.0f allocations for one hostile SNI", allocs)
 	}
 }
 

@@ -126,7 +126,13 @@ type vcRoute struct {
 // handshake asks): by bootstrap host, then by broker pattern, trying each run of digits in the
 // host as the node id. Config validation keeps the hosts of a listener's virtual clusters apart.
 func (s *snapshot) route(host string) (*vcRoute, int32, bool) {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	host = strings.TrimSuffix(host, ".")
+	if len(host) > maxHostLength {
+		// No configured host is longer; a client's SNI may be (up to 64 KiB), and each run of
+		// digits below would build a candidate of the host's length.
+		return nil, 0, false
+	}
+	host = strings.ToLower(host)
 	if r, ok := s.byBootstrap[host]; ok {
 		return r, -1, true
 	}
@@ -149,6 +155,9 @@ func (s *snapshot) route(host string) (*vcRoute, int32, bool) {
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+// maxHostLength is the longest DNS name; config validation holds every virtual cluster's hosts to it.
+const maxHostLength = 253
 
 // index fills the lookups route uses, once a snapshot's routes are complete.
 func (s *snapshot) index() {
