@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -185,11 +186,15 @@ func restConfigFrom(s *corev1.Secret, clusterURL string, timeout time.Duration) 
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("Secret %s/%s has no key %s", s.Namespace, s.Name, KubeconfigKey)
 	}
-	cc, err := clientcmd.NewClientConfigFromBytes(raw)
+	loaded, err := clientcmd.Load(raw)
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s/%s key %s is not a kubeconfig", s.Namespace, s.Name, KubeconfigKey)
 	}
-	cfg, err := cc.ClientConfig()
+	if field := outsideReference(loaded); field != "" {
+		return nil, fmt.Errorf("Secret %s/%s key %s sets %s: a member kubeconfig must hold its credentials and CA inline (token or client certificate data)",
+			s.Namespace, s.Name, KubeconfigKey, field)
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*loaded, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("Secret %s/%s key %s has no usable context: %s", s.Namespace, s.Name, KubeconfigKey, redact(err))
 	}
@@ -199,6 +204,36 @@ func restConfigFrom(s *corev1.Secret, clusterURL string, timeout time.Duration) 
 	cfg.Timeout = timeout
 	cfg.UserAgent = "kafkalink-operator (member)"
 	return &kubernetesConfig{cfg: cfg, digest: sha256.Sum256(append(raw, clusterURL...))}, nil
+}
+
+// outsideReference names a kubeconfig field that would make the operator reach outside the
+// kubeconfig, "" when there is none. The kubeconfig comes from a tenant's namespace: a command
+// (exec, auth-provider) would run in the operator's container, a file path (tokenFile,
+// client-certificate, client-key, certificate-authority) would send the operator's own files,
+// such as its ServiceAccount token, to the tenant's server, and a proxy-url would route through
+// the tenant's choice.
+func outsideReference(cfg *clientcmdapi.Config) string {
+	for name, u := range cfg.AuthInfos {
+		switch {
+		case u.Exec != nil:
+			return "users[" + name + "].exec"
+		case u.AuthProvider != nil:
+			return "users[" + name + "].auth-provider"
+		case u.TokenFile != "":
+			return "users[" + name + "].tokenFile"
+		case u.ClientCertificate != "" || u.ClientKey != "":
+			return "users[" + name + "].client-certificate/client-key"
+		}
+	}
+	for name, c := range cfg.Clusters {
+		switch {
+		case c.CertificateAuthority != "":
+			return "clusters[" + name + "].certificate-authority"
+		case c.ProxyURL != "":
+			return "clusters[" + name + "].proxy-url"
+		}
+	}
+	return ""
 }
 
 // redact keeps a kubeconfig loading error's kind only: clientcmd's messages can quote fields.

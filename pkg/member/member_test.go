@@ -61,6 +61,37 @@ current-context: missing`)},
 	}
 }
 
+// A tenant's kubeconfig may not run a command in the operator's container, read its files or
+// pick a proxy; inline credentials are accepted.
+func TestKubeconfigMustBeInline(t *testing.T) {
+	const base = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://member.example:6443"%s}}]
+users: [{name: u, user: {%s}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`
+	for name, tc := range map[string]struct{ cluster, user string }{
+		"exec":                  {"", `exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: [-c, id]}`},
+		"auth-provider":         {"", `auth-provider: {name: oidc}`},
+		"tokenFile":             {"", `tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token`},
+		"client-certificate":    {"", `client-certificate: /etc/ssl/private/a.crt, client-key: /etc/ssl/private/a.key`},
+		"certificate-authority": {", certificate-authority: /etc/ssl/certs/ca.crt", `token: abc`},
+		"proxy-url":             {`, proxy-url: "http://10.0.0.1:3128"`, `token: abc`},
+	} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a"},
+			Data: map[string][]byte{KubeconfigKey: []byte(fmt.Sprintf(base, tc.cluster, tc.user))}}
+		if _, err := restConfigFrom(s, "", time.Second); err == nil || !strings.Contains(err.Error(), "inline") {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a"},
+		Data: map[string][]byte{KubeconfigKey: []byte(fmt.Sprintf(base, `, certificate-authority-data: ""`, `token: abc`))}}
+	if kc, err := restConfigFrom(s, "", time.Second); err != nil || kc.cfg.BearerToken != "abc" {
+		t.Errorf("an inline token kubeconfig: %v", err)
+	}
+}
+
 // A member whose kubeconfig Secret is missing reports it through its item's handler, and the
 // registry closes the member when its last item is released.
 func TestRegistryLifecycle(t *testing.T) {
