@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,14 +201,40 @@ func fakeKafka(t testing.TB, tlsCert *tls.Certificate, scramUser string, opts ..
 
 // dialLog records the addresses a client dialled.
 type dialLog struct {
-	mu    sync.Mutex
-	hosts map[string]int
+	mu      sync.Mutex
+	hosts   map[string]int
+	dropped int // connections the far end ended while the client still used them
 }
 
-func (d *dialLog) count(host string) int {
+// droppedCount is how many of the client's connections the proxy closed. A count of
+// dials would not do: the client may open another connection to a broker at any time
+// (one per request kind), which says nothing about the proxy.
+func (d *dialLog) droppedCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.hosts[host]
+	return d.dropped
+}
+
+// watchedConn reports to its dialLog a read that fails before the client closed it.
+type watchedConn struct {
+	net.Conn
+	log    *dialLog
+	closed atomic.Bool
+}
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && !c.closed.Load() {
+		c.log.mu.Lock()
+		c.log.dropped++
+		c.log.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *watchedConn) Close() error {
+	c.closed.Store(true)
+	return c.Conn.Close()
 }
 
 func (d *dialLog) all() []string {
@@ -237,7 +264,11 @@ func clientOpts(seed string, roots *x509.CertPool, scramUser string, clientCert 
 			cfg.Certificates = []tls.Certificate{*clientCert}
 		}
 		d := &tls.Dialer{Config: cfg}
-		return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: conn, log: dl}, nil
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(seed), kgo.Dialer(dial), kgo.RequestRetries(20), kgo.RetryTimeout(30 * time.Second),
 		kgo.MetadataMinAge(100 * time.Millisecond)}

@@ -284,11 +284,6 @@ func TestCertificateRotationKeepsConnections(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]int{}
-	for _, h := range dials.all() {
-		before[h] = dials.count(h)
-	}
-
 	var produced, failed atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -327,10 +322,8 @@ func TestCertificateRotationKeepsConnections(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Errorf("%d produce requests failed across the rotation", failed.Load())
 	}
-	for h, n := range before {
-		if got := dials.count(h); got != n {
-			t.Errorf("client re-dialled %s (%d -> %d): an existing connection was dropped", h, n, got)
-		}
+	if n := dials.droppedCount(); n != 0 {
+		t.Errorf("the proxy closed %d of the client's connections across the rotation", n)
 	}
 	if !p.logs.waitFor("Reloaded configuration and key material") {
 		t.Errorf("no reload logged:\n%s", p.logs)
@@ -350,7 +343,7 @@ func TestRestartedProxyServesHeldBrokerAddresses(t *testing.T) {
 	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
 	path := writeConfig(t, dir, pc)
 	p := startProxy(t, path)
-	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
+	opts, dials := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
 	cl, err := kgo.NewClient(append(opts, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("restart"))...)
 	if err != nil {
 		t.Fatal(err)
@@ -381,6 +374,11 @@ func TestRestartedProxyServesHeldBrokerAddresses(t *testing.T) {
 		if err := cl.ProduceSync(ctx, kgo.StringRecord("after")).FirstErr(); err != nil {
 			t.Fatalf("produce after restart: %v\n%s", err, p2.logs)
 		}
+	}
+	// A restart does drop connections: this is what the reload tests' droppedCount
+	// assertions would see if a reload dropped them.
+	if dials.droppedCount() == 0 {
+		t.Error("the client saw none of its connections dropped by the restart")
 	}
 }
 
@@ -443,10 +441,6 @@ func TestReloadAddsAndRemovesVirtualClusters(t *testing.T) {
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	before := map[string]int{}
-	for _, h := range dials.all() {
-		before[h] = dials.count(h)
-	}
 	pc.Clusters = []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}, {Name: "c", Prefix: "c", Target: kc.ListenAddrs()[0]}}
 	writeConfig(t, dir, pc)
 	for {
@@ -466,10 +460,8 @@ func TestReloadAddsAndRemovesVirtualClusters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for h := range before {
-		if dials.count(h) != before[h] {
-			t.Errorf("client dialled %s again after the reload (%d -> %d)", h, before[h], dials.count(h))
-		}
+	if n := dials.droppedCount(); n != 0 {
+		t.Errorf("the proxy closed %d of the client's connections across the reload", n)
 	}
 	// A broken config file is refused and the proxy keeps serving.
 	writeAtomic(t, path, []byte("version: nope\n"))
