@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -11,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,9 +21,7 @@ import (
 
 // idleScale measures kafkalink-proxy holding n idle client connections, for each n in counts:
 // TLS connections that sent one ApiVersions (so the proxy's upstream connection is open too)
-// and then nothing. The proxy runs as a process of its own, built from ./cmd/kafkalink-proxy,
-// so its resident memory, Go heap and goroutines (from its /metrics) are its own, not the
-// benchmark's clients' or kfake's.
+// and then nothing. The proxy runs as a process of its own (proxyProcess).
 func idleScale(counts []int, dir, target, certFile, keyFile string, roots *x509.CertPool) error {
 	// Two descriptors per connection here (the client's and kfake's), as many in the proxy,
 	// which inherits the raised limit. Counts that do not fit are said and skipped, so the
@@ -42,10 +38,6 @@ func idleScale(counts []int, dir, target, certFile, keyFile string, roots *x509.
 	if len(counts) == 0 {
 		return nil
 	}
-	bin := filepath.Join(dir, "kafkalink-proxy")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/kafkalink-proxy").CombinedOutput(); err != nil {
-		return fmt.Errorf("building kafkalink-proxy: %w\n%s", err, out)
-	}
 	ports := freePorts(2)
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
@@ -59,18 +51,12 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	proxy := exec.CommandContext(ctx, bin, "--config", cfgPath)
-	if err := proxy.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = proxy.Process.Kill(); _ = proxy.Wait() }()
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
-	base, err := waitMetrics(metricsURL)
+	proxy, err := startProxy(dir, cfgPath, ports[1])
 	if err != nil {
 		return err
 	}
+	defer proxy.stop()
+	base, metricsURL := proxy.base, proxy.metricsURL
 	fmt.Printf("\nIdle connections (TLS, one ApiVersions each), kafkalink-proxy as its own process; per connection = growth over the idle proxy (RSS %.1f MiB, %d goroutines):\n\n",
 		base["process_resident_memory_bytes"]/(1<<20), int(base["go_goroutines"]))
 	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | goroutines per connection |")

@@ -1,6 +1,8 @@
-// Command bench measures kafkalink-proxy against direct connections, in one process and one
-// run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and process
-// CPU per MiB moved, for eight paths:
+// Command bench measures kafkalink-proxy against direct connections and plain relays, in one
+// run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and CPU per MiB
+// moved, for eight paths. The client and a kfake of three brokers (every topic's six partitions
+// spread over them) run in this process, with Go's GC held off during timed phases; the relays
+// and kafkalink-proxy each run as a process of their own, so each hop's CPU is its own:
 //
 //   - direct plain: kgo to kfake;
 //   - relay plain: kgo through an io.Copy TCP relay (relay.go) to the same kfake: what any
@@ -35,33 +37,41 @@ import (
 	"flag"
 	"fmt"
 	"math/big"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/server"
 )
 
 type path struct {
-	name string
-	opts []kgo.Opt
-	base int // the row this one is compared with
+	name    string
+	opts    []kgo.Opt
+	base    int            // the row this one is compared with
+	cluster *kfake.Cluster // where the records land
+	hop     int            // the pid of the relay or proxy on the way; 0 for direct
 }
 
 type result struct {
-	produce, fetch, p50, p99, cpuPerMiB float64
+	produce, fetch, p50, p99 float64
+	cpuPerMiB                float64 // this process: client and kfake
+	hopCPUPerMiB             float64 // the relay's or proxy's process
 }
 
 // workload is the records of one table: their size and the producer's compression.
@@ -75,6 +85,13 @@ var codecs = map[string]kgo.CompressionCodec{"none": kgo.NoCompression(), "gzip"
 	"snappy": kgo.SnappyCompression(), "lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression()}
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == relayCommand {
+		if err := relayMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	mib := flag.Int("mib", 128, "MiB produced and fetched per path and round")
 	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
@@ -125,90 +142,119 @@ type smallRun struct {
 	d time.Duration
 }
 
+// brokers and partitions shape both kfake clusters: every topic's partitions are spread evenly
+// over the brokers, so a client talks to all of them at once, as with a real Kafka.
+const brokers, partitions = 3, 6
+
 func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds, latN int) error {
 	dir, err := os.MkdirTemp("", "kafkalink-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pool, kfakeCert, certFile, keyFile, err := benchCerts(dir)
+	certs, err := benchCerts(dir)
 	if err != nil {
 		return err
 	}
-
-	plain, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4))
+	plain, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(partitions))
 	if err != nil {
 		return err
 	}
 	defer plain.Close()
-	tlsK, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4),
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{*kfakeCert}}))
+	tlsK, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(partitions),
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{*certs.kfake}}))
 	if err != nil {
 		return err
 	}
 	defer tlsK.Close()
+	hops, err := startHops(dir, certs, plain.ListenAddrs(), len(loads)*rounds*8)
+	if err != nil {
+		return err
+	}
+	defer hops.stop()
 
-	plainRelay, err := startRelay(plain.ListenAddrs()[0], nil)
-	if err != nil {
-		return err
-	}
-	defer plainRelay.Close()
-	tlsRelay, err := startRelay(plain.ListenAddrs()[0], &tls.Config{Certificates: []tls.Certificate{*kfakeCert}})
-	if err != nil {
-		return err
-	}
-	defer tlsRelay.Close()
-
-	keks := filepath.Join(dir, "keks")
-	if err := writeKEKs(keks, len(loads)*rounds*8); err != nil {
-		return err
-	}
-	ports := freePorts(4)
-	cfgPath, err := writeProxyConfig(dir, ports, certFile, keyFile, plain.ListenAddrs()[0], keks)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	defer cancel()
-	done, err := serveProxy(ctx, cfgPath, 0)
-	if err != nil {
-		return err
-	}
-
-	paths := benchPaths(plain, tlsK, pool, ports, plainRelay, tlsRelay)
+	paths := benchPaths(plain, tlsK, certs.pool, hops)
 	steal0, total0 := cpuSteal()
-	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, CPUs=%s\n", mib, rounds, latN, runtimeProcs())
+	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
+		mib, rounds, latN, brokers, partitions, runtimeProcs())
 	if err := measureAll(paths, loads, mib, rounds, latN); err != nil {
 		return err
 	}
 	if small.n > 0 {
-		if err := smallProducers(small, smallTargets(tlsK, tlsRelay, ports[2], pool), [][]kgo.Opt{
-			{kgo.SeedBrokers(plain.ListenAddrs()...)}, {kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}}); err != nil {
+		if err := smallProducers(small, plain, tlsK, hops, certs.pool); err != nil {
 			return err
 		}
 	}
-	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values. CPU is the whole process (kfake, client and proxy) per MiB produced plus fetched.")
+	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values.",
+		"Hop CPU is the relay's or the proxy's process alone per MiB produced plus fetched; client+kfake CPU is the benchmark's own process (Go GC held off while timed).")
 	if steal1, total1 := cpuSteal(); total1 > total0 {
 		// On a virtual machine the hypervisor may run others on "our" cores; every path then
 		// slows unevenly and the ratios wander. Above a few percent, take the table with salt.
 		fmt.Printf("host steal time during the run: %.1f%% of CPU time\n", 100*float64(steal1-steal0)/float64(total1-total0))
 	}
-	cancel()
-	<-done
+	hops.stop()
 	if routes > 0 {
-		if err := routesScale(routes, dir, plain.ListenAddrs()[0], certFile, keyFile, pool); err != nil {
+		if err := routesScale(routes, dir, plain.ListenAddrs()[0], certs.proxyCert, certs.proxyKey, certs.pool); err != nil {
 			return err
 		}
 	}
 	if len(idleCounts) > 0 {
-		return idleScale(idleCounts, dir, plain.ListenAddrs()[0], certFile, keyFile, pool)
+		return idleScale(idleCounts, dir, plain.ListenAddrs()[0], certs.proxyCert, certs.proxyKey, certs.pool)
 	}
 	return nil
 }
 
+// hops are the processes between client and kfake: the two relays and kafkalink-proxy, each
+// a process of its own so that its CPU time is its own.
+type hops struct {
+	plainRelay, tlsRelay *relay
+	proxy                *proxyProcess
+	ports                []int // the proxy's plain bootstrap port, TLS port, management port
+	firstBrokerPort      int   // the proxy's plain listener: one port per broker from here
+}
+
+func startHops(dir string, certs benchCertFiles, targets []string, topics int) (*hops, error) {
+	h := &hops{}
+	var err error
+	if h.plainRelay, err = startRelay(targets, "", ""); err != nil {
+		return nil, err
+	}
+	if h.tlsRelay, err = startRelay(targets, certs.kfakeCert, certs.kfakeKey); err != nil {
+		h.stop()
+		return nil, err
+	}
+	keks := filepath.Join(dir, "keks")
+	if err := writeKEKs(keks, topics); err != nil {
+		h.stop()
+		return nil, err
+	}
+	h.ports, h.firstBrokerPort = freePorts(3), consecutivePorts(brokers)
+	cfgPath, err := writeProxyConfig(dir, h, certs.proxyCert, certs.proxyKey, targets[0], keks)
+	if err == nil {
+		h.proxy, err = startProxy(dir, cfgPath, h.ports[2])
+	}
+	if err != nil {
+		h.stop()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *hops) stop() {
+	for _, r := range []*relay{h.plainRelay, h.tlsRelay} {
+		if r != nil {
+			r.Close()
+		}
+	}
+	if h.proxy != nil {
+		h.proxy.stop()
+	}
+	*h = hops{}
+}
+
 // benchPaths are the eight paths: clients dial the proxy's hostnames on loopback, over TLS with
 // the name as SNI where the path is TLS, and the relays for every broker.
-func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int, plainRelay, tlsRelay *relay) []path {
+func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, h *hops) []path {
 	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, _ := net.SplitHostPort(addr)
@@ -221,17 +267,18 @@ func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, ports []int, pl
 		}
 	}
 	viaTLS := func(vc string) []kgo.Opt {
-		return []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("%s-bootstrap.bench.test:%d", vc, ports[2])), kgo.Dialer(toLoopback(true))}
+		return []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("%s-bootstrap.bench.test:%d", vc, h.ports[1])), kgo.Dialer(toLoopback(true))}
 	}
+	proxy, plainRelay, tlsRelay := h.proxy.pid(), h.plainRelay.pid(), h.tlsRelay.pid()
 	return []path{
-		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0},
-		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(plainRelay.dialer(nil))}, 0},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", ports[0])), kgo.Dialer(toLoopback(false))}, 1},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3},
-		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(tlsRelay.dialer(pool))}, 3},
-		{"proxy TLS-down/plain-up", viaTLS("tls"), 4},
-		{"proxy TLS + filter chain", viaTLS("chain"), 5},
-		{"proxy TLS + encryption", viaTLS("enc"), 5},
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0, plain, 0},
+		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.plainRelay.dialer(nil))}, 0, plain, plainRelay},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", h.ports[0])), kgo.Dialer(toLoopback(false))}, 1, plain, proxy},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3, tlsK, 0},
+		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.tlsRelay.dialer(pool))}, 3, plain, tlsRelay},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy},
+		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy},
+		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy},
 	}
 }
 
@@ -249,8 +296,8 @@ func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
 					return fmt.Errorf("%s: %w", p.name, err)
 				}
 				all[i] = append(all[i], res)
-				fmt.Fprintf(os.Stderr, "%d B %s round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB\n",
-					w.size, w.codec, r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB)
+				fmt.Fprintf(os.Stderr, "%d B %s round %d %-24s produce %7.1f MiB/s fetch %7.1f MiB/s p50 %6.0f µs p99 %6.0f µs cpu %5.1f ms/MiB hop %5.1f ms/MiB\n",
+					w.size, w.codec, r+1, p.name, res.produce, res.fetch, res.p50, res.p99, res.cpuPerMiB, res.hopCPUPerMiB)
 			}
 		}
 		printTable(w, paths, all)
@@ -258,22 +305,35 @@ func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
 	return nil
 }
 
-// benchCerts makes a CA (pool), a certificate for kfake and the relays (127.0.0.1), and the
-// proxy's key pair for *.bench.test in dir.
-func benchCerts(dir string) (pool *x509.CertPool, kfakeCert *tls.Certificate, certFile, keyFile string, err error) {
+// benchCertFiles are the run's TLS material: the CA (pool), kfake's key pair for 127.0.0.1 (also
+// written to files, for the TLS relay), and the proxy's key pair for *.bench.test.
+type benchCertFiles struct {
+	pool                *x509.CertPool
+	kfake               *tls.Certificate
+	kfakeCert, kfakeKey string
+	proxyCert, proxyKey string
+}
+
+func benchCerts(dir string) (benchCertFiles, error) {
+	var c benchCertFiles
 	ca, caKey, pool, err := newCA()
 	if err != nil {
-		return nil, nil, "", "", err
+		return c, err
 	}
-	if kfakeCert, err = issue(ca, caKey, nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
-		return nil, nil, "", "", err
+	c.pool = pool
+	if c.kfake, err = issue(ca, caKey, nil, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
+		return c, err
 	}
 	proxyCert, err := issue(ca, caKey, []string{"*.bench.test"}, nil)
 	if err != nil {
-		return nil, nil, "", "", err
+		return c, err
 	}
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	return pool, kfakeCert, certFile, keyFile, writePair(proxyCert, certFile, keyFile)
+	c.kfakeCert, c.kfakeKey = filepath.Join(dir, "kfake.crt"), filepath.Join(dir, "kfake.key")
+	if err := writePair(c.kfake, c.kfakeCert, c.kfakeKey); err != nil {
+		return c, err
+	}
+	c.proxyCert, c.proxyKey = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	return c, writePair(proxyCert, c.proxyCert, c.proxyKey)
 }
 
 // serveProxy runs kafkalink-proxy in this process until ctx ends, and returns once it is ready;
@@ -295,19 +355,19 @@ func serveProxy(ctx context.Context, cfgPath string, poll time.Duration) (done <
 
 // writeProxyConfig writes the proxy's configuration: a plain listener (port per broker) and a
 // TLS one with four virtual clusters, all to the plain kfake at target.
-func writeProxyConfig(dir string, ports []int, certFile, keyFile, target, keks string) (string, error) {
+func writeProxyConfig(dir string, h *hops, certFile, keyFile, target, keks string) (string, error) {
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
 - name: plain
   port: %d
   bindAddress: 127.0.0.1
-  portPerBroker: {firstBrokerPort: %d, maxNodeId: 0}
+  portPerBroker: {firstBrokerPort: %d, maxNodeId: %d}
 - name: tls
   port: %d
   bindAddress: 127.0.0.1
   keyPairs: [{certificateFile: %s, privateKeyFile: %s}]
 virtualClusters:
-- {name: plain, listener: plain, bootstrapHost: plain-bootstrap.bench.test, brokerPattern: plain-broker-$(nodeId).bench.test, targetBootstrap: %q}
+- {name: plain, listener: plain, bootstrapHost: plain-bootstrap.bench.test, brokerPattern: plain-broker-$(nodeId).bench.test, targetBootstrap: %[7]q}
 - {name: tls, listener: tls, bootstrapHost: tls-bootstrap.bench.test, brokerPattern: tls-broker-$(nodeId).bench.test, targetBootstrap: %[7]q}
 - name: chain
   listener: tls
@@ -321,26 +381,33 @@ virtualClusters:
   brokerPattern: enc-broker-$(nodeId).bench.test
   targetBootstrap: %[7]q
   filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
-management: {port: %[8]d, bindAddress: 127.0.0.1}
+management: {port: %[8]d, bindAddress: 127.0.0.1, metrics: true}
 limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
-`, ports[0], ports[1], ports[2], certFile, keyFile, target, target, ports[3], keks)
+`, h.ports[0], h.firstBrokerPort, brokers-1, h.ports[1], certFile, keyFile, target, h.ports[2], keks)
 	cfgPath := filepath.Join(dir, "proxy.yaml")
 	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }
 
-// printTable prints one workload's medians.
+// printTable prints one workload's medians. Hop CPU is compared only where both rows have a hop.
 func printTable(w workload, paths []path, all [][]result) {
 	med := make([]result, len(paths))
 	for i := range paths {
 		med[i] = median(all[i])
 	}
 	fmt.Printf("\n%d-byte records, compression %s:\n\n", w.size, w.codec)
-	fmt.Println("| path | produce MiB/s | fetch MiB/s | compared with | produce vs | fetch vs | produce p50 µs | produce p99 µs | added p99 µs | CPU ms/MiB |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| path | produce MiB/s | fetch MiB/s | compared with | produce vs | fetch vs | produce p50 µs | produce p99 µs | added p99 µs | hop CPU ms/MiB | hop CPU vs | client+kfake CPU ms/MiB |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, p := range paths {
 		base := med[p.base]
-		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
-			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, med[i].cpuPerMiB)
+		hop, hopVs := "-", "-"
+		if p.hop != 0 {
+			hop = fmt.Sprintf("%.2f", med[i].hopCPUPerMiB)
+			if paths[p.base].hop != 0 && base.hopCPUPerMiB > 0 {
+				hopVs = fmt.Sprintf("%.2f×", med[i].hopCPUPerMiB/base.hopCPUPerMiB)
+			}
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %s | %s | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
+			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, hop, hopVs, med[i].cpuPerMiB)
 	}
 }
 
@@ -383,16 +450,20 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	value := recordValue(w.size)
 	n := mib * 1024 * 1024 / len(value)
 
-	prod, err := kgo.NewClient(append(p.opts, kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+	prod, err := kgo.NewClient(append(p.opts, kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchMaxBytes(batchMaxBytes), kgo.ProducerBatchCompression(codecs[w.codec]), kgo.MaxBufferedRecords(n+1), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
 	if err != nil {
 		return res, err
 	}
 	defer prod.Close()
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // create the topic, warm up
+	if err := spreadTopic(ctx, prod, p.cluster, topic); err != nil {
 		return res, err
 	}
-	cpu0 := cpuTime()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // warm up
+		return res, err
+	}
+	defer holdGC()()
+	cpu0, hop0 := cpuTime(), processCPU(p.hop)
 	start := time.Now()
 	var produceErr atomic.Value
 	for i := 0; i < n; i++ {
@@ -420,21 +491,12 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	}
 	res.fetch = float64(fetched) * float64(len(value)) / (1 << 20) / fel.Seconds()
 	res.cpuPerMiB = (cpuTime() - cpu0).Seconds() * 1000 / float64(2*mib)
-
-	lat := make([]float64, 0, latN)
-	small := &kgo.Record{Value: make([]byte, 100)}
-	for i := 0; i < latN+100; i++ {
-		s := time.Now()
-		r := *small
-		if err := prod.ProduceSync(ctx, &r).FirstErr(); err != nil {
-			return res, err
-		}
-		if i >= 100 {
-			lat = append(lat, float64(time.Since(s).Microseconds()))
-		}
+	if p.hop != 0 {
+		res.hopCPUPerMiB = (processCPU(p.hop) - hop0).Seconds() * 1000 / float64(2*mib)
 	}
-	sort.Float64s(lat)
-	res.p50, res.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
+	if res.p50, res.p99, err = produceLatency(ctx, prod, latN); err != nil {
+		return res, err
+	}
 
 	// Free kfake's memory before the next path.
 	req := kmsg.NewPtrDeleteTopicsRequest()
@@ -446,11 +508,53 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	return res, nil
 }
 
-// fetchAll reads every partition of topic from offset 0 to its end with sequential Fetch
-// requests of up to 64 MiB on the client's established connection to broker 0, and returns
-// the records received (the offsets fetched past: with compression, bytes would not count
-// values) and the time taken. kgo's consumer would buffer everything
-// before the first poll returns, which hides the transfer time.
+// spreadTopic creates topic with the benchmark's partitions and gives each partition a leader
+// in turn, so that every broker leads as many (kfake picks leaders at random).
+func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, topic string) error {
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		return err
+	}
+	for p := range int32(partitions) {
+		if err := cluster.MoveTopicPartition(topic, p, p%brokers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdGC runs a collection now and none until the returned function is called, so that the
+// benchmark's own process (client and kfake) does not collect during a timed phase: its GC
+// would take a core from the hop being measured. The proxy and relays collect as they would.
+func holdGC() (release func()) {
+	runtime.GC()
+	old := debug.SetGCPercent(-1)
+	return func() { debug.SetGCPercent(old) }
+}
+
+// produceLatency is the p50 and p99 in µs of latN sequential one-record produces, after 100
+// not counted.
+func produceLatency(ctx context.Context, prod *kgo.Client, latN int) (p50, p99 float64, err error) {
+	lat := make([]float64, 0, latN)
+	small := &kgo.Record{Value: make([]byte, 100)}
+	for i := 0; i < latN+100; i++ {
+		s := time.Now()
+		r := *small
+		if err := prod.ProduceSync(ctx, &r).FirstErr(); err != nil {
+			return 0, 0, err
+		}
+		if i >= 100 {
+			lat = append(lat, float64(time.Since(s).Microseconds()))
+		}
+	}
+	sort.Float64s(lat)
+	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+}
+
+// fetchAll reads every partition of topic from offset 0 to its end and returns the records
+// received (the offsets fetched past: with compression, bytes would not count values) and the
+// time taken: from each partition's leader, all leaders at once, with sequential Fetch requests
+// of up to 64 MiB on the client's connection to that broker. kgo's consumer would buffer
+// everything before the first poll returns, which hides the transfer time.
 func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Duration, error) {
 	mreq := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
@@ -463,13 +567,37 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 	if len(md.Topics) != 1 {
 		return 0, 0, fmt.Errorf("topic %s not found", topic)
 	}
-	offsets := map[int32]int64{}
+	byLeader := map[int32]map[int32]int64{} // leader -> partition -> next offset
 	for _, p := range md.Topics[0].Partitions {
-		offsets[p.Partition] = 0
+		if byLeader[p.Leader] == nil {
+			byLeader[p.Leader] = map[int32]int64{}
+		}
+		byLeader[p.Leader][p.Partition] = 0
 	}
-	broker := cl.Broker(0)
-	var total int64
+	var total atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
 	start := time.Now()
+	for leader, offsets := range byLeader {
+		wg.Go(func() {
+			n, err := fetchFrom(ctx, cl.Broker(int(leader)), topic, md.Topics[0].TopicID, offsets)
+			total.Add(n)
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, 0, err
+	}
+	return total.Load(), time.Since(start), nil
+}
+
+// fetchFrom fetches the partitions in offsets from one broker until each reaches its high
+// watermark, and returns the records fetched.
+func fetchFrom(ctx context.Context, broker *kgo.Broker, topic string, id [16]byte, offsets map[int32]int64) (int64, error) {
+	var total int64
 	for len(offsets) > 0 {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID = -1
@@ -477,7 +605,7 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 		req.MinBytes = 1
 		req.MaxBytes = 64 << 20
 		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = topic, md.Topics[0].TopicID
+		ft.Topic, ft.TopicID = topic, id
 		for p, off := range offsets {
 			fp := kmsg.NewFetchRequestTopicPartition()
 			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, off, 16<<20
@@ -487,13 +615,12 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 		req.Topics = append(req.Topics, ft)
 		kresp, err := broker.Request(ctx, req)
 		if err != nil {
-			return 0, 0, err
+			return total, err
 		}
-		resp := kresp.(*kmsg.FetchResponse)
-		for _, t := range resp.Topics {
+		for _, t := range kresp.(*kmsg.FetchResponse).Topics {
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
-					return 0, 0, fmt.Errorf("fetch partition %d: error %d", p.Partition, p.ErrorCode)
+					return total, fmt.Errorf("fetch partition %d: error %d", p.Partition, p.ErrorCode)
 				}
 				next := nextOffset(p.RecordBatches, offsets[p.Partition])
 				total += next - offsets[p.Partition]
@@ -505,7 +632,7 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 			}
 		}
 	}
-	return total, time.Since(start), nil
+	return total, nil
 }
 
 // nextOffset returns the offset after the last complete record batch in b.
@@ -535,7 +662,8 @@ func median(rs []result) result {
 	return result{
 		produce: pick(func(r result) float64 { return r.produce }), fetch: pick(func(r result) float64 { return r.fetch }),
 		p50: pick(func(r result) float64 { return r.p50 }), p99: pick(func(r result) float64 { return r.p99 }),
-		cpuPerMiB: pick(func(r result) float64 { return r.cpuPerMiB }),
+		cpuPerMiB:    pick(func(r result) float64 { return r.cpuPerMiB }),
+		hopCPUPerMiB: pick(func(r result) float64 { return r.hopCPUPerMiB }),
 	}
 }
 
@@ -569,6 +697,29 @@ func runtimeProcs() string {
 	}
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return fmt.Sprint(strings.Count(string(b), "processor\t:"))
+}
+
+// consecutivePorts returns the first of n consecutive free loopback ports, for a plain
+// listener's port per broker.
+func consecutivePorts(n int) int {
+	for range 100 {
+		base := 20000 + mathrand.IntN(20000)
+		var lns []net.Listener
+		for i := range n {
+			ln, err := net.Listen("tcp", loopback(base+i))
+			if err != nil {
+				break
+			}
+			lns = append(lns, ln)
+		}
+		for _, ln := range lns {
+			ln.Close()
+		}
+		if len(lns) == n {
+			return base
+		}
+	}
+	panic("no consecutive free ports")
 }
 
 func freePorts(n int) []int {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,58 +28,76 @@ type smallTarget struct {
 	name string
 	dial func() (net.Conn, error)
 	base int
+	hop  int // the pid of the relay or proxy on the way; 0 for direct
 }
 
 // smallProducers measures n connections each sending one-record Produce requests (100-byte
 // value, acks=1) one after another for d, over TLS, per target: the aggregate requests per
 // second and the latency percentiles of a request, as many clients with little to send each
 // make them.
-func smallProducers(run smallRun, targets []smallTarget, brokers [][]kgo.Opt) error {
+func smallProducers(run smallRun, plain, tlsK *kfake.Cluster, h *hops, roots *x509.CertPool) error {
 	n, d := run.n, run.d
-	for _, opts := range brokers {
-		if err := createTopic(opts, "small"); err != nil {
-			return err
-		}
+	targets, err := smallTargets(plain, tlsK, h, roots)
+	if err != nil {
+		return err
 	}
 	frame, err := smallProduceFrame()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d connections, each sending one-record Produce requests (100 B, acks=1) one after another for %s, TLS:\n\n", n, d)
-	fmt.Println("| path | requests/s | compared with | vs | p50 µs | p99 µs | added p99 µs |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("\n%d connections, each sending one-record Produce requests (100 B, acks=1) one after another for %s, TLS, to the partition's leader:\n\n", n, d)
+	fmt.Println("| path | requests/s | compared with | vs | p50 µs | p99 µs | added p99 µs | hop CPU µs/request |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	rates, p99s := make([]float64, len(targets)), make([]float64, len(targets))
 	for i, t := range targets {
+		hop0 := processCPU(t.hop)
 		rate, lat, err := runSmall(t, n, d, frame)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
+		hopCPU := "-"
+		if t.hop != 0 {
+			hopCPU = fmt.Sprintf("%.1f", float64((processCPU(t.hop)-hop0).Microseconds())/float64(len(lat)))
+		}
 		rates[i], p99s[i] = rate, lat[len(lat)*99/100]
-		fmt.Printf("| %s | %.0f | %s | %.0f%% | %.0f | %.0f | %+.0f |\n", t.name, rate, targets[t.base].name,
-			100*rate/rates[t.base], lat[len(lat)/2], p99s[i], p99s[i]-p99s[t.base])
+		fmt.Printf("| %s | %.0f | %s | %.0f%% | %.0f | %.0f | %+.0f | %s |\n", t.name, rate, targets[t.base].name,
+			100*rate/rates[t.base], lat[len(lat)/2], p99s[i], p99s[i]-p99s[t.base], hopCPU)
 	}
 	return nil
 }
 
-func createTopic(opts []kgo.Opt, topic string) error {
-	admin, err := kgo.NewClient(opts...)
+// smallTopicLeader creates the one-partition topic "small" in cluster (reached with opts) and
+// returns its leader.
+func smallTopicLeader(cluster *kfake.Cluster, opts ...kgo.Opt) (int32, error) {
+	admin, err := kgo.NewClient(append(opts, kgo.SeedBrokers(cluster.ListenAddrs()...))...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer admin.Close()
-	_, err = kadm.NewClient(admin).CreateTopic(context.Background(), 1, 1, nil, topic)
-	return err
+	if _, err = kadm.NewClient(admin).CreateTopic(context.Background(), 1, 1, nil, "small"); err != nil {
+		return 0, err
+	}
+	return cluster.LeaderFor("small", 0), nil
 }
 
 // smallTargets are the rows: direct to the TLS kfake, and through the TLS relay, the proxy and
-// the proxy's encryption virtual cluster to the plain one (broker 0's hostname as SNI).
-func smallTargets(tlsK *kfake.Cluster, tlsRelay *relay, proxyPort int, roots *x509.CertPool) []smallTarget {
-	return []smallTarget{
-		{"direct TLS", tlsDial(tlsK.ListenAddrs()[0], "127.0.0.1", roots), 0},
-		{"relay TLS-down/plain-up", tlsDial(tlsRelay.ln.Addr().String(), "127.0.0.1", roots), 0},
-		{"proxy TLS-down/plain-up", tlsDial(loopback(proxyPort), "tls-broker-0.bench.test", roots), 1},
-		{"proxy TLS + encryption", tlsDial(loopback(proxyPort), "enc-broker-0.bench.test", roots), 2},
+// the proxy's encryption virtual cluster to the plain one, each to the leader of "small".
+func smallTargets(plain, tlsK *kfake.Cluster, h *hops, roots *x509.CertPool) ([]smallTarget, error) {
+	plainLeader, err := smallTopicLeader(plain)
+	if err != nil {
+		return nil, err
 	}
+	tlsLeader, err := smallTopicLeader(tlsK, kgo.DialTLSConfig(&tls.Config{RootCAs: roots}))
+	if err != nil {
+		return nil, err
+	}
+	broker := func(vc string) string { return fmt.Sprintf("%s-broker-%d.bench.test", vc, plainLeader) }
+	return []smallTarget{
+		{"direct TLS", tlsDial(tlsK.ListenAddrs()[tlsLeader], "127.0.0.1", roots), 0, 0},
+		{"relay TLS-down/plain-up", tlsDial(h.tlsRelay.addrs[plain.ListenAddrs()[plainLeader]], "127.0.0.1", roots), 0, h.tlsRelay.pid()},
+		{"proxy TLS-down/plain-up", tlsDial(loopback(h.ports[1]), broker("tls"), roots), 1, h.proxy.pid()},
+		{"proxy TLS + encryption", tlsDial(loopback(h.ports[1]), broker("enc"), roots), 2, h.proxy.pid()},
+	}, nil
 }
 
 // runSmall runs n producers against one target and returns requests per second and every
@@ -121,10 +140,12 @@ func runSmall(t smallTarget, n int, d time.Duration, frame []byte) (float64, []f
 }
 
 // produceLoop sends the frame and reads its response until the deadline; it returns each
-// round trip in µs.
+// round trip in µs. The first response is decoded, so that a refused request (a broker that
+// does not lead the partition answers at once) cannot pass for a fast one.
 func produceLoop(c net.Conn, frame []byte, until time.Time) ([]float64, error) {
 	var lat []float64
 	var size [4]byte
+	var body []byte
 	for time.Now().Before(until) {
 		s := time.Now()
 		_ = c.SetDeadline(s.Add(10 * time.Second))
@@ -134,12 +155,42 @@ func produceLoop(c net.Conn, frame []byte, until time.Time) ([]float64, error) {
 		if _, err := io.ReadFull(c, size[:]); err != nil {
 			return lat, err
 		}
-		if _, err := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+		if n := int(binary.BigEndian.Uint32(size[:])); cap(body) < n {
+			body = make([]byte, n)
+		} else {
+			body = body[:n]
+		}
+		if _, err := io.ReadFull(c, body); err != nil {
 			return lat, err
+		}
+		if lat == nil {
+			if err := produceError(body); err != nil {
+				return lat, err
+			}
 		}
 		lat = append(lat, float64(time.Since(s).Microseconds()))
 	}
 	return lat, nil
+}
+
+// produceError is the error of the one partition in a Produce v9 response (after its size).
+func produceError(body []byte) error {
+	if len(body) < 5 {
+		return fmt.Errorf("short Produce response")
+	}
+	resp := kmsg.NewPtrProduceResponse()
+	resp.SetVersion(9)
+	// The correlation id, then the flexible header's empty tagged fields.
+	if err := resp.ReadFrom(body[5:]); err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("unexpected Produce response")
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		return fmt.Errorf("produce: %w", kerr.ErrorForCode(code))
+	}
+	return nil
 }
 
 // smallProduceFrame is a Produce v9 request of one 100-byte record to small-0, acks=1. Every
