@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"io"
@@ -27,7 +26,7 @@ func FuzzCopyRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pending := make(chan Pending, len(data)/8+1)
 		var out bytes.Buffer
-		_ = CopyRequests(bufio.NewReader(bytes.NewReader(data)), bufio.NewWriter(&out), pending, 1<<16, nil, nil, nil)
+		_ = CopyRequests(bytes.NewReader(data), &out, pending, 1<<16, nil, nil, nil)
 		for range pending {
 		}
 		// Whatever was forwarded is a sequence of frames within the limit; only the last may
@@ -71,7 +70,7 @@ func FuzzCopyResponses(f *testing.F) {
 			pending <- Pending{Key: key, Version: version, CorrelationID: 7}
 		}
 		close(pending)
-		_ = CopyResponses(bufio.NewReader(bytes.NewReader(data)), bufio.NewWriter(io.Discard), pending, 1<<16, testMap, nil, nil)
+		_ = CopyResponses(bytes.NewReader(data), io.Discard, pending, 1<<16, testMap, nil, nil)
 	})
 }
 

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
@@ -24,7 +23,7 @@ func TestProduceAcksHugeTransactionalIDLength(t *testing.T) {
 		t.Fatal("acks found behind a transactional id longer than the frame")
 	}
 	pending := make(chan Pending, 4)
-	err = CopyRequests(bufio.NewReader(bytes.NewReader(frame)), bufio.NewWriter(io.Discard), pending, 1<<20, nil, nil, nil)
+	err = CopyRequests(bytes.NewReader(frame), io.Discard, pending, 1<<20, nil, nil, nil)
 	if err == nil {
 		t.Fatal("the H1 frame was accepted")
 	}
@@ -103,7 +102,7 @@ func checkHostile(t *testing.T, key, version int16, frame []byte) {
 	}
 	pending := make(chan Pending, 8)
 	var out bytes.Buffer
-	_ = CopyRequests(bufio.NewReader(bytes.NewReader(frame)), bufio.NewWriter(&out), pending, 1<<16, nil, nil, nil)
+	_ = CopyRequests(bytes.NewReader(frame), &out, pending, 1<<16, nil, nil, nil)
 	for range pending {
 	}
 	if out.Len() > 1<<16+4 {

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"time"
 )
 
@@ -21,7 +20,7 @@ const maxUnflushed = 256
 // waits for anything. It keeps the responses written since the last flush and reports them to
 // Stats when the flush succeeds, with one clock reading for all of them.
 type responseClock struct {
-	dst   *bufio.Writer
+	dst   *lazyWriter
 	stats Stats
 	done  []Pending
 }
@@ -40,9 +39,9 @@ func (c *responseClock) add(p Pending) error {
 	return nil
 }
 
-// flush flushes dst and reports every response it carried out.
+// flush flushes dst (giving its buffer back) and reports every response it carried out.
 func (c *responseClock) flush() error {
-	if err := c.dst.Flush(); err != nil {
+	if err := c.dst.flush(); err != nil {
 		return err
 	}
 	if len(c.done) > 0 {

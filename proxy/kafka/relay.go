@@ -64,19 +64,21 @@ var ErrSaslHandshakeV0 = errors.New("SaslHandshake v0 (unframed SASL tokens) is 
 // peekLimit bounds how much of a Produce request is inspected to find acks.
 const peekLimit = 64 << 10
 
-// CopyRequests relays request frames from the client (src) to the broker (dst) until src
-// ends or fails. For every request that gets a response it queues a Pending before
-// forwarding it; Produce with acks=0 gets no response and is not queued, so nothing leaks.
-// An ApiVersions request newer than the proxy's is answered locally and not forwarded.
+// CopyRequests relays request frames from the client to the broker until the client's side
+// ends or fails, through pooled buffers held only while bytes are in flight (buffers.go). For
+// every request that gets a response it queues a Pending before forwarding it; Produce with
+// acks=0 gets no response and is not queued, so nothing leaks. An ApiVersions request newer
+// than the proxy's is answered locally and not forwarded.
 // beforeRead, if set, runs before each blocking read (idle deadlines, drain checks).
 // CopyRequests closes pending when it returns. stats, if set, counts every request.
 //
 // filters, if set, get the requests they want whole (see Filters); the others are copied through.
-func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters) (err error) {
+func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters) (err error) {
 	defer close(pending)
+	in, out := &lazyReader{conn: client}, &lazyWriter{conn: broker}
 	for {
-		if src.Buffered() == 0 {
-			if err := dst.Flush(); err != nil {
+		if in.buffered() == 0 {
+			if err := out.flush(); err != nil {
 				return err
 			}
 			if beforeRead != nil {
@@ -84,7 +86,11 @@ func CopyRequests(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, 
 					return err
 				}
 			}
+			if err := in.waitForBytes(); err != nil {
+				return err
+			}
 		}
+		src, dst := in.reader(), out.writer()
 		hdr, err := src.Peek(12)
 		if err != nil {
 			if errors.Is(err, io.EOF) && len(hdr) == 0 {
@@ -236,14 +242,16 @@ var FetchBufferLimit int64 = 256 << 10
 // maxPooled keeps huge frames' buffers out of the pool.
 const maxPooled = 4 << 20
 
-// CopyResponses relays response frames from the broker (src) to the client (dst), one per
-// Pending in order, checking correlation ids. Responses that carry addresses are read whole,
-// rewritten with m and re-framed; all others are copied through in chunks. It returns nil
-// when pending is closed and drained. stats, if set, times every response until it has left.
+// CopyResponses relays response frames from the broker to the client, one per Pending in
+// order, through pooled buffers held only while bytes are in flight (buffers.go), checking
+// correlation ids. Responses that carry addresses are read whole, rewritten with m and
+// re-framed; all others are copied through in chunks. It returns nil when pending is closed and
+// drained. stats, if set, times every response until it has left.
 //
 // Responses of filtered requests (Pending.Filtered) are read whole and go through filters first.
-func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters) error {
-	clock := responseClock{dst: dst, stats: stats}
+func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters) error {
+	in, out := &lazyReader{conn: broker}, &lazyWriter{conn: client}
+	clock := responseClock{dst: out, stats: stats}
 	for {
 		var p Pending
 		var ok bool
@@ -253,6 +261,7 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			if err := clock.flush(); err != nil {
 				return err
 			}
+			in.release()
 			p, ok = <-pending
 		}
 		if !ok {
@@ -262,12 +271,12 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			if err := clock.add(p); err != nil {
 				return err
 			}
-			if _, err := dst.Write(p.Local); err != nil {
+			if _, err := out.writer().Write(p.Local); err != nil {
 				return err
 			}
 			continue
 		}
-		if src.Buffered() == 0 {
+		if in.buffered() == 0 {
 			if err := clock.flush(); err != nil {
 				return err
 			}
@@ -275,13 +284,19 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 		if err := clock.add(p); err != nil {
 			return err
 		}
-		hdr, err := src.Peek(8)
+		// A broker may hold a Fetch for its max wait: the connection waits without buffers.
+		var hdr []byte
+		err := in.waitForBytes()
+		if err == nil {
+			hdr, err = in.reader().Peek(8)
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("broker closed the connection with %s (correlation id %d) unanswered", kmsg.NameForKey(p.Key), p.CorrelationID)
+		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return fmt.Errorf("broker closed the connection with %s (correlation id %d) unanswered", kmsg.NameForKey(p.Key), p.CorrelationID)
-			}
 			return err
 		}
+		src, dst := in.reader(), out.writer()
 		size := int32(binary.BigEndian.Uint32(hdr))
 		corr := int32(binary.BigEndian.Uint32(hdr[4:]))
 		if size < 4 || size > maxFrame {
@@ -291,7 +306,7 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
 		}
 		total := int64(size) + 4
-		in := src
+		frameSrc := src
 		if p.Filtered && filters != nil {
 			frame := make([]byte, total)
 			if _, err := io.ReadFull(src, frame); err != nil {
@@ -301,9 +316,9 @@ func CopyResponses(src *bufio.Reader, dst *bufio.Writer, pending <-chan Pending,
 				return err
 			}
 			// The filtered frame then takes the usual path: address rewriting included.
-			in, total = bufio.NewReaderSize(bytes.NewReader(frame), 64<<10), int64(len(frame))
+			frameSrc, total = bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), int64(len(frame))
 		}
-		if err := relayResponse(in, dst, p, total, m, stats); err != nil {
+		if err := relayResponse(frameSrc, dst, p, total, m, stats); err != nil {
 			return err
 		}
 	}

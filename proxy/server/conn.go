@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -20,10 +19,6 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
-
-// bufSize is the size of each relay buffer: large, so bulk Produce and Fetch traffic moves
-// in few system calls.
-const bufSize = 64 << 10
 
 // maxPending bounds requests in flight per connection; a client pipelining more waits.
 const maxPending = 1024
@@ -291,8 +286,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 				reqDone <- fmt.Errorf("request side panicked: %v", r)
 			}
 		}()
-		err = kafka.CopyRequests(bufio.NewReaderSize(&prefixReader{prefix: first, r: cc}, bufSize),
-			bufio.NewWriterSize(newDeadlineWriter(pc.upstream, pc.upstream, wt), bufSize), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters)
+		err = kafka.CopyRequests(&prefixReader{prefix: first, r: cc}, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -313,7 +307,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		if h := panicHook.Load(); h != nil {
 			(*h)("responses")
 		}
-		return kafka.CopyResponses(bufio.NewReaderSize(pc.upstream, bufSize), bufio.NewWriterSize(newDeadlineWriter(cc, pc.client, wt), bufSize),
+		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
 			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, route.filters)
 	}()
 	pc.closeNow()

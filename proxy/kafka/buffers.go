@@ -1,0 +1,118 @@
+package kafka
+
+import (
+	"bufio"
+	"io"
+	"sync"
+)
+
+// A connection's read and write buffers are large (bufSize), so that bulk Produce and Fetch
+// traffic moves in few system calls. They are pooled and held only while bytes are in flight:
+// a connection that waits for its next request or response holds none, so the memory of many
+// idle connections is their sockets, TLS state and goroutines, not 4 × 64 KiB each.
+
+// bufSize is the size of each pooled buffer.
+const bufSize = 64 << 10
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
+)
+
+// waitSize is the small buffer an idle connection waits with: most requests and responses that
+// end an idle spell fit in it, so waking up costs no extra read.
+const waitSize = 512
+
+// lazyReader reads conn through a pooled bufio.Reader that it takes when bytes arrive and gives
+// back when it holds none.
+type lazyReader struct {
+	conn   io.Reader
+	br     *bufio.Reader
+	wait   [waitSize]byte
+	prefix []byte // bytes read into wait, not yet taken by br
+}
+
+// Read serves the bytes read while waiting first, then conn: it is br's source.
+func (l *lazyReader) Read(p []byte) (int, error) {
+	if len(l.prefix) > 0 {
+		n := copy(p, l.prefix)
+		l.prefix = l.prefix[n:]
+		return n, nil
+	}
+	return l.conn.Read(p)
+}
+
+// buffered is how many bytes have been read from conn and not yet consumed.
+func (l *lazyReader) buffered() int {
+	n := len(l.prefix)
+	if l.br != nil {
+		n += l.br.Buffered()
+	}
+	return n
+}
+
+// reader is the buffered reader, with a buffer from the pool if it had none.
+func (l *lazyReader) reader() *bufio.Reader {
+	if l.br == nil {
+		l.br = readers.Get().(*bufio.Reader)
+		l.br.Reset(l)
+	}
+	return l.br
+}
+
+// release gives the buffer back if it holds no bytes.
+func (l *lazyReader) release() {
+	if l.br != nil && l.br.Buffered() == 0 {
+		l.br.Reset(nil)
+		readers.Put(l.br)
+		l.br = nil
+	}
+}
+
+// waitForBytes blocks until conn has bytes (or fails), holding no pooled buffer meanwhile.
+func (l *lazyReader) waitForBytes() error {
+	if l.buffered() > 0 {
+		return nil
+	}
+	l.release()
+	for {
+		n, err := l.conn.Read(l.wait[:])
+		if n > 0 {
+			l.prefix = l.wait[:n]
+			return nil // an error comes again with the next read
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// lazyWriter writes conn through a pooled bufio.Writer that it takes for the first write and
+// gives back when flushed.
+type lazyWriter struct {
+	conn io.Writer
+	bw   *bufio.Writer
+}
+
+// writer is the buffered writer, with a buffer from the pool if it had none.
+func (l *lazyWriter) writer() *bufio.Writer {
+	if l.bw == nil {
+		l.bw = writers.Get().(*bufio.Writer)
+		l.bw.Reset(l.conn)
+	}
+	return l.bw
+}
+
+// flush writes what is buffered and gives the buffer back.
+func (l *lazyWriter) flush() error {
+	if l.bw == nil {
+		return nil
+	}
+	if err := l.bw.Flush(); err != nil {
+		return err
+	}
+	l.bw.Reset(nil)
+	writers.Put(l.bw)
+	l.bw = nil
+	return nil
+}
