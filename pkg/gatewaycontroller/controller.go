@@ -131,10 +131,10 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	// The shared typed informer, which the binding controller reads too: one per process.
 	paramsInf := kl.KafkaGatewayParameters()
-	svcInf, secretInf := kube.Core().V1().Services(), kube.Core().V1().Secrets()
+	svcInf, secretInf := kube.Core().V1().Services(), secretInformer(env)
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
 	pdbInf := kube.Policy().V1().PodDisruptionBudgets()
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf.Informer(), cmInf.Informer(), depInf.Informer(), pdbInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf, cmInf.Informer(), depInf.Informer(), pdbInf.Informer()} {
 		if err := inf.SetTransform(slimObject); err != nil {
 			return nil, fmt.Errorf("setting the cache transform: %w", err)
 		}
@@ -145,9 +145,9 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	c.policies, c.policyIdx = policyInf.Lister(), policyInf.Informer().GetIndexer()
 	c.filters, c.filterIdx = filterInf.Lister(), filterInf.Informer().GetIndexer()
 	c.params = paramsInf.Lister()
-	c.services, c.secrets = svcInf.Lister(), secretInf.Lister()
+	c.services, c.secrets = svcInf.Lister(), corelisters.NewSecretLister(secretInf.GetIndexer())
 	c.secretData = newSecretData(env.Clients.Kube)
-	if _, err := secretInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secretData.onDelete}); err != nil {
+	if _, err := secretInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.secretData.onDelete}); err != nil {
 		return nil, err
 	}
 	c.configMaps, c.deployments, c.pdbs = cmInf.Lister(), depInf.Lister(), pdbInf.Lister()
@@ -161,7 +161,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		{paramsInf.Informer(), c.parametersToGateways},
 		{policyInf.Informer(), c.policyToGateways},
 		{filterInf.Informer(), c.filterToGateways},
-		{secretInf.Informer(), c.secretToGateways},
+		{secretInf, c.secretToGateways},
 		{svcInf.Informer(), c.serviceToGateways},
 		{cmInf.Informer(), c.generatedToGateways(gateway.KindConfigMap)},
 		{depInf.Informer(), c.generatedToGateways(gateway.KindDeployment)},
