@@ -23,9 +23,35 @@ func PruneKafka(obj any) (any, error) {
 		{"spec", "kafka", "listeners"}, {"spec", "kafka", "replicas"}, {"status"}}), nil
 }
 
-// PruneKafkaUser is the cache transform of KafkaUsers (see PruneKafka).
+// PruneKafkaUser is the cache transform of KafkaUsers (see PruneKafka): what ParseKafkaUser
+// reads and no more, since a big installation has a KafkaUser per application. Of conditions
+// it keeps the fields Condition has (no timestamps).
 func PruneKafkaUser(obj any) (any, error) {
-	return prune(obj, [][]string{{"spec", "authentication"}, {"status"}}), nil
+	out := prune(obj, [][]string{{"spec", "authentication", "type"}, {"status", "observedGeneration"},
+		{"status", "username"}, {"status", "secret"}, {"status", "conditions"}})
+	if u, ok := out.(*unstructured.Unstructured); ok {
+		trimConditions(u.Object)
+	}
+	return out, nil
+}
+
+// trimConditions keeps of each status condition the fields that Condition holds.
+func trimConditions(obj map[string]any) {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, "status", "conditions")
+	conds, _ := v.([]any)
+	for i, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		kept := make(map[string]any, 4)
+		for _, k := range []string{"type", "status", "reason", "message"} {
+			if v, ok := m[k]; ok {
+				kept[k] = v
+			}
+		}
+		conds[i] = kept
+	}
 }
 
 // PruneKafkaNodePool is the cache transform of KafkaNodePools (see PruneKafka).
