@@ -101,7 +101,7 @@ bench: controlplane ## Benchmarks: figures side by side from one run, not pass/f
 	@echo "== gateway: operator heap and RSS with 20,000 unrelated Secrets of 4 KiB in the cluster"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkOperatorMemory20kSecrets -benchtime=1x -timeout 30m ./test/gateway
-	@echo "== binding: 5,000 KafkaConnections to Ready, CA renewal, peak memory, idle writes (about 8 minutes)"
+	@echo "== binding: 1,000, 2,000 and 5,000 KafkaConnections to Ready, CA renewal, peak memory, writes, idle writes, side by side (about 15 minutes)"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding
 

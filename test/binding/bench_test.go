@@ -29,32 +29,58 @@ import (
 // how long 5,000 KafkaConnections (each with its own SCRAM KafkaUser and Secret, all on one Kafka)
 // take to become Ready from an operator start, the operator's peak memory, how long a cluster CA
 // renewal takes to reach all 5,000 binding Secrets, and the writes an idle operator makes in 60 s.
-// It prints figures; run it with
+// It runs the operator at 1,000 and 2,000 connections too, on a fresh control plane each, and
+// prints the three side by side, so growth with size can be read off. It prints figures; run it with
 //
 //	go test -run '^$' -bench FiveThousand -benchtime 1x -timeout 60m ./test/binding/
 //
-// BINDING_BENCH_CONNECTIONS changes the count (for a quick try), BINDING_BENCH_ARGS adds
-// operator flags.
+// BINDING_BENCH_CONNECTIONS changes the counts (comma-separated, ascending; "200" for a quick
+// try), BINDING_BENCH_ARGS adds operator flags.
 func BenchmarkFiveThousandConnections(b *testing.B) {
-	n := 5000
-	if v, err := strconv.Atoi(os.Getenv("BINDING_BENCH_CONNECTIONS")); err == nil && v > 0 {
-		n = v
+	sizes := []int{1000, 2000, 5000}
+	if v := os.Getenv("BINDING_BENCH_CONNECTIONS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(f); err == nil && n > 0 {
+				sizes = append(sizes, n)
+			}
+		}
 	}
-	for _, bin := range []struct{ name, pkg string }{
-		{"operator", "./cmd/kafkalink-operator"},
-		// The same operator with the binding controller alone: the gateway controller caches
-		// every Secret of the cluster, which at this scale dominates the memory figure.
-		{"binding-only", "./test/binding/bindingonly"},
-	} {
-		b.Run(bin.name, func(b *testing.B) {
+	var scale []benchFigures
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("operator-%d", n), func(b *testing.B) {
 			for range b.N {
-				benchConnections(b, n, bin.pkg)
+				scale = append(scale, benchConnections(b, n, "./cmd/kafkalink-operator"))
 			}
 		})
 	}
+	// The same operator with the binding controller alone, at the largest size: the gateway
+	// controller caches every Secret of the cluster, which at this scale weighs on memory.
+	b.Run(fmt.Sprintf("binding-only-%d", sizes[len(sizes)-1]), func(b *testing.B) {
+		for range b.N {
+			benchConnections(b, sizes[len(sizes)-1], "./test/binding/bindingonly")
+		}
+	})
+	printScale(scale)
 }
 
-func benchConnections(b *testing.B, n int, pkg string) {
+// printScale prints the operator's figures at each size, and each per 1,000 connections.
+func printScale(scale []benchFigures) {
+	if len(scale) < 2 {
+		return
+	}
+	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections):")
+	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per connection | writes to Ready | per connection | idle writes |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, f := range scale {
+		k := float64(f.n) / 1000
+		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
+			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, float64(f.hwm)/float64(f.n), len(f.ready),
+			float64(len(f.ready))/float64(f.n), len(f.idle))
+	}
+}
+
+func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	ctx := context.Background()
 	cp, err := framework.Start(ctx, framework.Options{StrimziVersion: "1.2.0", WithoutControllerManager: true})
 	if err != nil {
@@ -136,8 +162,10 @@ func benchConnections(b *testing.B, n int, pkg string) {
 	time.Sleep(60 * time.Second)
 	idleWrites := operatorWrites(b, cp)
 	hwm, rss := framework.ProcessMemory(b, pid)
-	report(b, benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss,
-		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]})
+	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss,
+		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
+	report(b, f)
+	return f
 }
 
 // benchFigures are one run's results: times, memory in KiB, and the writes of each phase.
