@@ -87,9 +87,10 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 		return nil, nil, fmt.Errorf("indexing KafkaGateways: %w", err)
 	}
 	// Certificates are not labelled by anything kafkalink controls (cert-manager writes them), so
-	// this informer sees every Secret, and keeps of each only the public certificates.
+	// this informer sees every Secret but the binding ones, and keeps of each only the public
+	// certificates.
 	secretInf := coreinformers.NewFilteredSecretInformer(env.Clients.Kube, env.Informers.Namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil)
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, NotBindingSecrets)
 	_ = secretInf.SetTransform(pruneCertificateSecret)
 
 	w := &routeWatch{

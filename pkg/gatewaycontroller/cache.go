@@ -38,12 +38,9 @@ import (
 // they are the binding controller's output, which it caches itself (as digests), and no gateway
 // reads them. At 5,000 KafkaConnections they would be half of the Secrets cached here.
 func secretInformer(env operator.Env) cache.SharedIndexInformer {
-	notBindings := func(o *metav1.ListOptions) {
-		o.LabelSelector = bindingcontroller.LabelBinding + "!=" + bindingcontroller.LabelBindingValue
-	}
 	return env.Informers.Kube.InformerFor(&corev1.Secret{}, func(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return coreinformers.NewFilteredSecretInformer(kube, env.Informers.Namespace, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, notBindings)
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, bindingcontroller.NotBindingSecrets)
 	})
 }
 

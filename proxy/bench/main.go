@@ -57,6 +57,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/internal/procstat"
 	"github.com/kafkalink/kafkalink/proxy/server"
 )
 
@@ -463,7 +464,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 		return res, err
 	}
 	defer holdGC()()
-	cpu0, hop0 := cpuTime(), processCPU(p.hop)
+	cpu0, hop0 := cpuTime(), procstat.CPU(p.hop)
 	start := time.Now()
 	var produceErr atomic.Value
 	for i := 0; i < n; i++ {
@@ -492,7 +493,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	res.fetch = float64(fetched) * float64(len(value)) / (1 << 20) / fel.Seconds()
 	res.cpuPerMiB = (cpuTime() - cpu0).Seconds() * 1000 / float64(2*mib)
 	if p.hop != 0 {
-		res.hopCPUPerMiB = (processCPU(p.hop) - hop0).Seconds() * 1000 / float64(2*mib)
+		res.hopCPUPerMiB = (procstat.CPU(p.hop) - hop0).Seconds() * 1000 / float64(2*mib)
 	}
 	if res.p50, res.p99, err = produceLatency(ctx, prod, latN); err != nil {
 		return res, err

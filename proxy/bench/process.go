@@ -5,9 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // proxyProcess is kafkalink-proxy running as a process of its own, built from
@@ -57,22 +54,3 @@ func (p *proxyProcess) stop() {
 }
 
 func (p *proxyProcess) pid() int { return p.cmd.Process.Pid }
-
-// processCPU is the user and system CPU time process pid has used, from /proc/<pid>/stat
-// (zero where there is none).
-func processCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: fields count from after it.
-	_, rest, _ := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest) // state ppid ... utime (12) stime (13), from 0
-	if len(f) < 14 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticksPerSecond
-}

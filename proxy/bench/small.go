@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/internal/procstat"
 	"github.com/kafkalink/kafkalink/proxy/filter/records"
 )
 
@@ -50,14 +51,14 @@ func smallProducers(run smallRun, plain, tlsK *kfake.Cluster, h *hops, roots *x5
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	rates, p99s := make([]float64, len(targets)), make([]float64, len(targets))
 	for i, t := range targets {
-		hop0 := processCPU(t.hop)
+		hop0 := procstat.CPU(t.hop)
 		rate, lat, err := runSmall(t, n, d, frame)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		hopCPU := "-"
 		if t.hop != 0 {
-			hopCPU = fmt.Sprintf("%.1f", float64((processCPU(t.hop)-hop0).Microseconds())/float64(len(lat)))
+			hopCPU = fmt.Sprintf("%.1f", float64((procstat.CPU(t.hop)-hop0).Microseconds())/float64(len(lat)))
 		}
 		rates[i], p99s[i] = rate, lat[len(lat)*99/100]
 		fmt.Printf("| %s | %.0f | %s | %.0f%% | %.0f | %.0f | %+.0f | %s |\n", t.name, rate, targets[t.base].name,

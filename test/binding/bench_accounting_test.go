@@ -76,27 +76,62 @@ func printWrites(phases []phaseWrites, n int) {
 // heapTop saves the operator's heap profile (served with --profiling on metrics) and prints
 // `go tool pprof -top` of it by in-use and by allocated space.
 func heapTop(b *testing.B, metrics, binary, label string) {
-	resp, err := http.Get("http://" + metrics + "/debug/pprof/heap")
+	file, err := saveProfile(metrics, "heap", "heap-"+label)
 	if err != nil {
 		b.Logf("heap profile: %v", err)
 		return
 	}
-	defer resp.Body.Close()
-	file := filepath.Join(os.TempDir(), fmt.Sprintf("kafkalink-operator-heap-%s-%d.pb.gz", label, time.Now().Unix()))
-	out, err := os.Create(file)
-	must(b, err)
-	_, err = io.Copy(out, resp.Body)
-	must(b, out.Close())
-	must(b, err)
 	for _, index := range []string{"inuse_space", "alloc_space"} {
-		cmd := exec.Command("go", "tool", "pprof", "-top", "-nodecount=12", "-sample_index="+index, binary, file)
-		top, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Logf("pprof: %v\n%s", err, top)
-			return
-		}
-		fmt.Printf("  heap %s, %s (profile %s):\n%s", label, index, file, indent(string(top)))
+		printTop(b, binary, file, fmt.Sprintf("heap %s, %s", label, index), "-sample_index="+index)
 	}
+}
+
+// cpuTop profiles the operator's CPU for the given time from now, in the background; the
+// returned function waits for the profile and prints its top functions.
+func cpuTop(b *testing.B, metrics, binary string, d time.Duration) (print func()) {
+	done := make(chan string, 1)
+	go func() {
+		file, err := saveProfile(metrics, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu")
+		if err != nil {
+			b.Logf("CPU profile: %v", err)
+		}
+		done <- file
+	}()
+	return func() {
+		if file := <-done; file != "" {
+			printTop(b, binary, file, fmt.Sprintf("CPU, first %s after start", d))
+		}
+	}
+}
+
+// saveProfile saves the operator's pprof endpoint path to a file in the temporary directory.
+func saveProfile(metrics, path, label string) (string, error) {
+	resp, err := http.Get("http://" + metrics + "/debug/pprof/" + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	file := filepath.Join(os.TempDir(), fmt.Sprintf("kafkalink-operator-%s-%d.pb.gz", label, time.Now().Unix()))
+	out, err := os.Create(file)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(out, resp.Body)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return file, err
+}
+
+// printTop prints `go tool pprof -top` of a saved profile.
+func printTop(b *testing.B, binary, file, title string, args ...string) {
+	cmd := exec.Command("go", append(append([]string{"tool", "pprof", "-top", "-nodecount=15"}, args...), binary, file)...)
+	top, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Logf("pprof: %v\n%s", err, top)
+		return
+	}
+	fmt.Printf("  %s (profile %s):\n%s", title, file, indent(string(top)))
 }
 
 func indent(s string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
+	"github.com/kafkalink/kafkalink/internal/procstat"
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/test/framework"
 )
@@ -64,18 +66,23 @@ func BenchmarkFiveThousandConnections(b *testing.B) {
 	printScale(scale)
 }
 
-// printScale prints the operator's figures at each size, and each per 1,000 connections.
+// printScale prints the operator's figures at each size, each per 1,000 connections, and the
+// memory each row adds per added connection (growth that stays flat is linear).
 func printScale(scale []benchFigures) {
 	if len(scale) < 2 {
 		return
 	}
 	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections):")
-	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per connection | writes to Ready | per connection | idle writes |")
+	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | writes to Ready | per connection | idle writes |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
-	for _, f := range scale {
+	for i, f := range scale {
 		k := float64(f.n) / 1000
-		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %.1f | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
-			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, float64(f.hwm)/float64(f.n), len(f.ready),
+		added := "-"
+		if i > 0 {
+			added = fmt.Sprintf("%.1f", float64(f.hwm-scale[i-1].hwm)/float64(f.n-scale[i-1].n))
+		}
+		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
+			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, added, len(f.ready),
 			float64(len(f.ready))/float64(f.n), len(f.idle))
 	}
 }
@@ -144,8 +151,12 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	}
 	defer func() { _ = op.Stop(15 * time.Second) }()
 	pid := framework.FindProcess(b, binary)
+	cpu0 := cpuByProcess(cp, pid)
+	printCPU := cpuTop(b, metrics, binary, 15*time.Second)
 	waitCount(b, op, ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
+	readyCPU := cpuByProcess(cp, pid).since(cpu0)
+	printCPU()
 	readyWrites := operatorWrites(b, cp)
 	heapTop(b, metrics, binary, "at-ready")
 
@@ -162,7 +173,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	time.Sleep(60 * time.Second)
 	idleWrites := operatorWrites(b, cp)
 	hwm, rss := framework.ProcessMemory(b, pid)
-	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss,
+	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, readyCPU: readyCPU,
 		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
 	report(b, f)
 	return f
@@ -175,7 +186,19 @@ type benchFigures struct {
 	floor                float64
 	toReady, toRenew     time.Duration
 	hwm, rss             int64
+	readyCPU             processCPU
 	ready, renewal, idle []framework.AuditEvent
+}
+
+// processCPU is the CPU time of the operator, kube-apiserver and etcd.
+type processCPU struct{ operator, apiserver, etcd time.Duration }
+
+func cpuByProcess(cp *framework.ControlPlane, operator int) processCPU {
+	return processCPU{procstat.CPU(operator), procstat.CPU(cp.PID("kube-apiserver")), procstat.CPU(cp.PID("etcd"))}
+}
+
+func (c processCPU) since(before processCPU) processCPU {
+	return processCPU{c.operator - before.operator, c.apiserver - before.apiserver, c.etcd - before.etcd}
 }
 
 func report(b *testing.B, f benchFigures) {
@@ -190,6 +213,10 @@ func report(b *testing.B, f benchFigures) {
 	fmt.Printf("  writes by the idle operator in 60s: %d\n", len(f.idle))
 	writeRate := float64(len(f.ready)) / f.toReady.Seconds()
 	fmt.Printf("  operator write rate to Ready:       %.0f writes/s (%.0f%% of the plain client's floor)\n", writeRate, 100*writeRate/f.floor)
+	cores := func(d time.Duration) float64 { return d.Seconds() / f.toReady.Seconds() }
+	fmt.Printf("  CPU from start to all Ready:        operator %.1f s (%.2f cores), kube-apiserver %.1f s (%.2f), etcd %.1f s (%.2f), of %d cores\n",
+		f.readyCPU.operator.Seconds(), cores(f.readyCPU.operator), f.readyCPU.apiserver.Seconds(), cores(f.readyCPU.apiserver),
+		f.readyCPU.etcd.Seconds(), cores(f.readyCPU.etcd), runtime.NumCPU())
 	printWrites([]phaseWrites{{"start -> all Ready", f.ready}, {"CA renewal", f.renewal}, {"idle 60 s", f.idle}}, f.n)
 }
 

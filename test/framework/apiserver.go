@@ -40,3 +40,14 @@ func (cp *ControlPlane) StartAPIServer(ctx context.Context) error {
 	cp.stoppedAPIServer = nil
 	return cp.waitReady(ctx)
 }
+
+// PID is the process id of the control plane's process called name (etcd, kube-apiserver,
+// kube-controller-manager), or 0 when it does not run.
+func (cp *ControlPlane) PID(name string) int {
+	for _, p := range cp.procs {
+		if p.name == name && p.cmd.Process != nil {
+			return p.cmd.Process.Pid
+		}
+	}
+	return 0
+}
