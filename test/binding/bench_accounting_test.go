@@ -91,6 +91,13 @@ func heapTop(b *testing.B, metrics, binary, label string) {
 func cpuTop(b *testing.B, metrics, binary string, d time.Duration) (print func()) {
 	done := make(chan string, 1)
 	go func() {
+		for range 100 { // the operator's metrics listener opens shortly after it starts
+			if resp, err := http.Get("http://" + metrics + "/metrics"); err == nil {
+				resp.Body.Close()
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		file, err := saveProfile(metrics, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), "cpu")
 		if err != nil {
 			b.Logf("CPU profile: %v", err)

@@ -152,6 +152,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	defer func() { _ = op.Stop(15 * time.Second) }()
 	pid := framework.FindProcess(b, binary)
 	cpu0 := cpuByProcess(cp, pid)
+	peak := watchRSS(b, pid)
 	printCPU := cpuTop(b, metrics, binary, 15*time.Second)
 	waitCount(b, op, ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
@@ -173,6 +174,9 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	time.Sleep(60 * time.Second)
 	idleWrites := operatorWrites(b, cp)
 	hwm, rss := framework.ProcessMemory(b, pid)
+	at := peak()
+	fmt.Printf("  operator RSS rose to its peak %.1fs after start (all Ready at %.1fs, CA renewal from %.1fs)\n",
+		at.Seconds(), toReady.Seconds(), renewal.Sub(start).Seconds())
 	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, readyCPU: readyCPU,
 		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
 	report(b, f)
@@ -188,6 +192,31 @@ type benchFigures struct {
 	hwm, rss             int64
 	readyCPU             processCPU
 	ready, renewal, idle []framework.AuditEvent
+}
+
+// watchRSS samples the resident memory of process pid every 100 ms; the returned function
+// stops sampling and says when, after the call to watchRSS, it was highest.
+func watchRSS(b *testing.B, pid int) (stop func() time.Duration) {
+	start, done := time.Now(), make(chan time.Duration)
+	quit := make(chan struct{})
+	go func() {
+		var most int64
+		var at time.Duration
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				done <- at
+				return
+			case <-tick.C:
+				if _, rss := framework.ProcessMemory(b, pid); rss > most {
+					most, at = rss, time.Since(start)
+				}
+			}
+		}
+	}()
+	return func() time.Duration { close(quit); return <-done }
 }
 
 // processCPU is the CPU time of the operator, kube-apiserver and etcd.
