@@ -27,7 +27,7 @@ const relayCommand = "relay"
 // closes: the benchmark ends, and so does the relay.
 func relayMain(args []string) error {
 	if len(args) < 3 {
-		return fmt.Errorf("usage: %s certFile|- keyFile|- target...", relayCommand)
+		return fmt.Errorf("usage: %s certFile|- keyFile|- target [target]", relayCommand)
 	}
 	var tlsConfig *tls.Config
 	if args[0] != "-" {
@@ -109,9 +109,12 @@ func startRelay(targets []string, certFile, keyFile string) (*relay, error) {
 	r := &relay{proc: cmd, stdin: stdin, addrs: map[string]string{}}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	listeners := strings.Fields(line)
-	if err != nil || len(listeners) != len(targets) {
+	if err == nil && len(listeners) != len(targets) {
+		err = fmt.Errorf("it printed %q", line)
+	}
+	if err != nil {
 		r.Close()
-		return nil, fmt.Errorf("the relay did not start: %q %v", line, err)
+		return nil, fmt.Errorf("the relay did not start: %w", err)
 	}
 	for i, t := range targets {
 		r.addrs[t] = listeners[i]

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -29,7 +30,7 @@ func TestLazyReaderKeepsEveryByte(t *testing.T) {
 					if l.br != nil {
 						t.Fatal("an empty reader kept its buffer")
 					}
-					if err := l.waitForBytes(); err == io.EOF {
+					if err := l.waitForBytes(); errors.Is(err, io.EOF) {
 						break
 					} else if err != nil {
 						t.Fatal(err)
@@ -42,7 +43,7 @@ func TestLazyReaderKeepsEveryByte(t *testing.T) {
 				}
 				k, err := l.reader().Read(buf)
 				got = append(got, buf[:k]...)
-				if err != nil && err != io.EOF {
+				if err != nil && !errors.Is(err, io.EOF) {
 					t.Fatal(err)
 				}
 			}
