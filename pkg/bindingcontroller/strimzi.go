@@ -92,7 +92,25 @@ func get(o *controller.OptionalInformer, key cache.ObjectName) map[string]any {
 
 func (w *strimziWatch) kafka(key cache.ObjectName) map[string]any { return get(w.kafkas, key) }
 
-func (w *strimziWatch) user(key cache.ObjectName) map[string]any { return get(w.users, key) }
+// user returns a cached KafkaUser as it was parsed: nil and no error when it does not exist or
+// is not cached, nil and the reason when it could not be read.
+func (w *strimziWatch) user(key cache.ObjectName) (*strimzi.KafkaUser, error) {
+	idx := w.users.Indexer()
+	if idx == nil {
+		return nil, nil
+	}
+	obj, ok, err := idx.GetByKey(key.String())
+	if err != nil || !ok {
+		return nil, nil
+	}
+	switch u := obj.(type) {
+	case *strimzi.CachedKafkaUser:
+		return u.User, u.Err
+	case *unstructured.Unstructured: // added to the cache without its transform
+		return strimzi.ParseKafkaUser(u.Object)
+	}
+	return nil, nil
+}
 
 // usersForSecret returns the KafkaUsers whose credentials Secret is the given one.
 func (w *strimziWatch) usersForSecret(secret cache.ObjectName) []cache.ObjectName {
@@ -102,13 +120,13 @@ func (w *strimziWatch) usersForSecret(secret cache.ObjectName) []cache.ObjectNam
 // indexUserBySecret indexes a KafkaUser by its credentials Secret: status.secret, or its own name,
 // which is what Strimzi names it.
 func indexUserBySecret(obj any) ([]string, error) {
-	u, ok := obj.(*unstructured.Unstructured)
+	u, ok := obj.(*strimzi.CachedKafkaUser)
 	if !ok {
 		return nil, nil
 	}
-	name := u.GetName()
-	if s, ok, _ := unstructured.NestedString(u.Object, "status", "secret"); ok && s != "" {
-		name = s
+	name := u.Name
+	if u.User != nil && u.User.Status.Secret != "" {
+		name = u.User.Status.Secret
 	}
-	return []string{cache.NewObjectName(u.GetNamespace(), name).String()}, nil
+	return []string{cache.NewObjectName(u.Namespace, name).String()}, nil
 }

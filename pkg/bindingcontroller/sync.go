@@ -193,11 +193,7 @@ func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziSta
 // not exist), after checking a cross-namespace reference is permitted. Strimzi must be served.
 func (r *reconciler) gatherUser(conn *kafkav1beta2.KafkaConnection) (*strimzi.KafkaUser, *binding.SecretData, *binding.Failure) {
 	uk, _ := userKey(conn)
-	var user *strimzi.KafkaUser
-	var userErr error
-	if obj := r.strimzi.user(uk); obj != nil {
-		user, userErr = strimzi.ParseKafkaUser(obj)
-	}
+	user, userErr := r.strimzi.user(uk)
 	if uk.Namespace != conn.Namespace && !r.permitted(conn, uk, user) {
 		// Checked before anything about the user is reported, so a connection learns nothing
 		// about another namespace it may not read.
