@@ -103,11 +103,8 @@ func (w *strimziWatch) user(key cache.ObjectName) (*strimzi.KafkaUser, error) {
 	if err != nil || !ok {
 		return nil, nil
 	}
-	switch u := obj.(type) {
-	case *strimzi.CachedKafkaUser:
+	if u, ok := obj.(*strimzi.CachedKafkaUser); ok {
 		return u.User, u.Err
-	case *unstructured.Unstructured: // added to the cache without its transform
-		return strimzi.ParseKafkaUser(u.Object)
 	}
 	return nil, nil
 }
