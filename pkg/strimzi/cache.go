@@ -41,7 +41,7 @@ type CachedKafkaUser struct {
 // DeepCopyObject makes CachedKafkaUser a runtime.Object, which a cache holds.
 func (u *CachedKafkaUser) DeepCopyObject() runtime.Object {
 	out := *u
-	u.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	u.DeepCopyInto(&out.ObjectMeta)
 	if u.User != nil {
 		user := *u.User
 		user.Status.Conditions = slices.Clone(u.User.Status.Conditions)
