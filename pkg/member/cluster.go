@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kafkalink/kafkalink/pkg/controller"
 )
 
 // Cluster is one member cluster in use: its client, informers and queue.
@@ -130,7 +132,7 @@ func (c *Cluster) Client(ctx context.Context) (kubernetes.Interface, error) {
 	if c.client != nil && c.digest == kc.digest {
 		return c.client, nil
 	}
-	client, err := kubernetes.NewForConfig(kc.cfg)
+	client, err := controller.NewKubeClient(kc.cfg)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", c.ref, err)
 	}

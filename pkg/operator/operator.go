@@ -298,7 +298,7 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 	var c Clients
 	var err error
 	c.Config = cfg
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Kube, err = controller.NewKubeClient(cfg); err != nil {
 		return c, err
 	}
 	if c.KafkaLink, err = kafkalinkclient.NewForConfig(cfg); err != nil {
