@@ -73,7 +73,8 @@ const peekLimit = 64 << 10
 // CopyRequests closes pending when it returns. stats, if set, counts every request.
 //
 // filters, if set, get the requests they want whole (see Filters); the others are copied through.
-func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters) (err error) {
+// splice, if set, moves the bulk of large requests it only passes on (see Splicer).
+func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters, splice Splicer) (err error) {
 	defer close(pending)
 	in, out := &lazyReader{conn: client}, &lazyWriter{conn: broker}
 	for {
@@ -157,7 +158,7 @@ func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, ma
 		if respond {
 			pending <- p
 		}
-		if err := passThrough(dst, src, total); err != nil {
+		if err := (mover{src: src, dst: dst, from: in, splice: splice}).pass(total); err != nil {
 			if errors.Is(err, io.EOF) {
 				return malformed("request cut short")
 			}
@@ -249,7 +250,8 @@ const maxPooled = 4 << 20
 // drained. stats, if set, times every response until it has left.
 //
 // Responses of filtered requests (Pending.Filtered) are read whole and go through filters first.
-func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters) error {
+// splice, if set, moves the record data of large responses it only passes on (see Splicer).
+func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters, splice Splicer) error {
 	in, out := &lazyReader{conn: broker}, &lazyWriter{conn: client}
 	clock := responseClock{dst: out, stats: stats}
 	for {
@@ -306,7 +308,7 @@ func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, m
 			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
 		}
 		total := int64(size) + 4
-		frameSrc := src
+		mv := mover{src: src, dst: dst, from: in, splice: splice}
 		if p.Filtered && filters != nil {
 			frame := make([]byte, total)
 			if _, err := io.ReadFull(src, frame); err != nil {
@@ -316,19 +318,20 @@ func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, m
 				return err
 			}
 			// The filtered frame then takes the usual path: address rewriting included.
-			frameSrc, total = bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), int64(len(frame))
+			mv = mover{src: bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), dst: dst}
+			total = int64(len(frame))
 		}
-		if err := relayResponse(frameSrc, dst, p, total, m, stats); err != nil {
+		if err := relayResponse(mv, p, total, m, stats); err != nil {
 			return err
 		}
 	}
 }
 
-// relayResponse relays one response frame of total bytes from src: a large Fetch v16+ streamed,
-// one that carries addresses rewritten, the others copied through.
-func relayResponse(src *bufio.Reader, dst *bufio.Writer, p Pending, total int64, m AddressMap, stats Stats) error {
+// relayResponse relays one response frame of total bytes through mv: a large Fetch v16+
+// streamed, one that carries addresses rewritten, the others passed on.
+func relayResponse(mv mover, p Pending, total int64, m AddressMap, stats Stats) error {
 	if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
-		n, dropped, err := StreamFetch(src, dst, p.Version, total, m)
+		n, dropped, err := streamFetch(mv, p.Version, total, m)
 		if err != nil {
 			return err
 		}
@@ -341,12 +344,12 @@ func relayResponse(src *bufio.Reader, dst *bufio.Writer, p Pending, total int64,
 		return nil
 	}
 	if !NeedsRewrite(p.Key, p.Version) {
-		return passThrough(dst, src, total)
+		return mv.pass(total)
 	}
-	return rewriteOne(src, dst, p, int(total), m, stats)
+	return rewriteOne(mv.src, mv.dst, p, int(total), m, stats)
 }
 
-func rewriteOne(src *bufio.Reader, dst *bufio.Writer, p Pending, total int, m AddressMap, stats Stats) error {
+func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m AddressMap, stats Stats) error {
 	bp := bufPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxPooled {

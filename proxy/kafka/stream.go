@@ -27,10 +27,9 @@ import (
 // length. It is far above any tag Kafka defines, so clients skip it as unknown.
 const PaddingTag = 16383
 
-// walker copies a frame from src to dst while decoding its structure, within left bytes.
+// walker passes a frame on through mv while decoding its structure, within left bytes.
 type walker struct {
-	src  *bufio.Reader
-	dst  io.Writer
+	mv   mover
 	left int64
 	err  error
 }
@@ -49,7 +48,7 @@ func (w *walker) copyN(n int64) {
 		w.fail(malformed("field of %d bytes with %d left in the frame", n, w.left))
 		return
 	}
-	if err := passThrough(w.dst, w.src, n); err != nil {
+	if err := w.mv.pass(n); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
@@ -63,7 +62,7 @@ func (w *walker) uvarint() uint64 {
 	if w.err != nil {
 		return 0
 	}
-	b, err := w.src.Peek(int(min(w.left, binary.MaxVarintLen64)))
+	b, err := w.mv.src.Peek(int(min(w.left, binary.MaxVarintLen64)))
 	if len(b) == 0 && err != nil {
 		w.fail(err)
 		return 0
@@ -154,10 +153,16 @@ func walkFetchBody(c cursor, version int16) {
 // 12 or later from src to dst, rewriting the NodeEndpoints of v16+ with m as described
 // above. It returns the number of addresses rewritten.
 func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m AddressMap) (n int, dropped bool, err error) {
+	return streamFetch(mover{src: src, dst: dst}, version, total, m)
+}
+
+// streamFetch is StreamFetch through mv, which may splice the records.
+func streamFetch(mv mover, version int16, total int64, m AddressMap) (n int, dropped bool, err error) {
 	if version < 12 || version > MaxVersion(KeyFetch) {
 		return 0, false, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
 	}
-	w := &walker{src: src, dst: dst, left: total}
+	src, dst := mv.src, mv.dst
+	w := &walker{mv: mv, left: total}
 	w.copyN(8)        // size, correlation id
 	skipTagSection(w) // response header
 	walkFetchBody(w, version)

@@ -16,7 +16,7 @@ func sized(frame []byte) []byte {
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)
 }
 
-func streamFetch(t testing.TB, version int16, in []byte, m AddressMap) ([]byte, int, error) {
+func streamFetchBytes(t testing.TB, version int16, in []byte, m AddressMap) ([]byte, int, error) {
 	out, n, _, err := streamFetchDropped(version, in, m)
 	return out, n, err
 }
@@ -96,7 +96,7 @@ func TestStreamFetchMatchesBufferedRewrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamed, n, err := streamFetch(t, 16, sized(in), testMap)
+	streamed, n, err := streamFetchBytes(t, 16, sized(in), testMap)
 	if err != nil || n != 1 {
 		t.Fatalf("%d %v", n, err)
 	}

@@ -286,7 +286,9 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 				reqDone <- fmt.Errorf("request side panicked: %v", r)
 			}
 		}()
-		err = kafka.CopyRequests(&prefixReader{prefix: first, r: cc}, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters)
+		client := &prefixReader{prefix: first, r: cc}
+		splice := splicer(pc.client, pc.upstream, wt, cc.in, func() bool { return len(client.prefix) == 0 })
+		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters, splice)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -308,7 +310,8 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, route.filters)
+			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, route.filters,
+			splicer(pc.upstream, pc.client, wt, cc.out, nil))
 	}()
 	pc.closeNow()
 	go func() {

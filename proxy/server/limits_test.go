@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	crand "crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -147,6 +149,8 @@ func TestTooNewApiVersionsIsAnsweredByTheProxy(t *testing.T) {
 }
 
 // TestPlainListenerPortPerBroker serves a virtual cluster on a plain listener, a port per broker.
+// Large records then go through the proxy and back intact: plain TCP on both sides, so their
+// Produce requests and Fetch responses are spliced, and still counted.
 func TestPlainListenerPortPerBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -174,13 +178,13 @@ listeners:
 - {name: plain, port: %d, bindAddress: 127.0.0.1, portPerBroker: {firstBrokerPort: %d, maxNodeId: 2}}
 virtualClusters:
 - {name: p, listener: plain, bootstrapHost: p-bootstrap.kafka.test, brokerPattern: p-broker-$(nodeId).kafka.test, targetBootstrap: %q}
-management: {port: %d, bindAddress: 127.0.0.1}
+management: {port: %d, bindAddress: 127.0.0.1, metrics: true}
 `, port, first, kc.ListenAddrs()[0], mgmt)
 	path := dir + "/proxy.yaml"
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startProxy(t, path)
+	p := startProxy(t, path)
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		_, p, _ := net.SplitHostPort(addr)
 		var d net.Dialer
@@ -193,6 +197,51 @@ management: {port: %d, bindAddress: 127.0.0.1}
 			t.Errorf("metadata %v lacks %s", brokers, want)
 		}
 	}
+
+	opts := []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("p-bootstrap.kafka.test:%d", port)), kgo.Dialer(dial)}
+	values := largeRecordsRoundTrip(t, ctx, opts, "large", 24, 200<<10)
+	for _, dir := range []string{"in", "out"} {
+		if v := metricValue(t, p, fmt.Sprintf(`kafkalink_proxy_bytes_total{direction=%q,virtual_cluster="p"}`, dir)); v < float64(values) {
+			t.Errorf("%s bytes counted %v, fewer than the %d bytes of values that went %s", dir, v, values, dir)
+		}
+	}
+}
+
+// largeRecordsRoundTrip produces n records of size random bytes each and consumes them back,
+// checking every value; it returns the bytes of values sent.
+func largeRecordsRoundTrip(t *testing.T, ctx context.Context, opts []kgo.Opt, topic string, n, size int) int {
+	t.Helper()
+	cl, err := kgo.NewClient(append(opts, kgo.AllowAutoTopicCreation(), kgo.ProducerLinger(50*time.Millisecond),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	sent := map[string][]byte{}
+	for i := range n {
+		v := make([]byte, size)
+		_, _ = crand.Read(v)
+		key := fmt.Sprint(i)
+		sent[key] = v
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: v}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", got, n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Errorf("fetch error: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if !bytes.Equal(r.Value, sent[string(r.Key)]) {
+				t.Fatalf("record %s came back changed", r.Key)
+			}
+			got++
+		})
+	}
+	return n * size
 }
 
 // TestAcksZeroProduceThroughProxy sends Produce requests with acks=0 (the broker never
