@@ -22,4 +22,9 @@ func TestCPUGrowsWithWork(t *testing.T) {
 	if CPU(-1) != 0 {
 		t.Error("a missing process has CPU time")
 	}
+	// Both readings agree within the ticks' resolution and a little scheduling.
+	sched, ok := schedCPU(os.Getpid())
+	if ticks := tickCPU(os.Getpid()); ok && (sched < ticks-50*time.Millisecond || sched > ticks+50*time.Millisecond) {
+		t.Errorf("threads' schedstat says %s, stat's ticks %s", sched, ticks)
+	}
 }
