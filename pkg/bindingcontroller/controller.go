@@ -40,23 +40,12 @@ import (
 // (controller.IndexName).
 const QueueName = "kafkaconnection"
 
-// Labels of the binding Secrets. The controller watches only Secrets that carry LabelBinding, so
-// its cache holds its own Secrets and not every Secret of the cluster.
+// LabelManagedBy is the recommended Kubernetes label naming the tool that manages a binding
+// Secret (binding.LabelBinding marks it as one).
 const (
-	// LabelBinding marks a binding Secret; its value is LabelBindingValue.
-	LabelBinding      = "kafkalink.io/binding"
-	LabelBindingValue = "kafkaconnection"
-	// LabelManagedBy is the recommended Kubernetes label naming the tool that manages the Secret.
 	LabelManagedBy      = "app.kubernetes.io/managed-by"
 	LabelManagedByValue = "kafkalink"
 )
-
-// NotBindingSecrets selects every Secret but the binding Secrets, for the informers that watch
-// Secrets at large (certificates, gateway references): they never read a binding Secret, and at
-// 5,000 connections binding Secrets are half of what they would cache.
-func NotBindingSecrets(o *metav1.ListOptions) {
-	o.LabelSelector = LabelBinding + "!=" + LabelBindingValue
-}
 
 // Indexes of the KafkaConnection informer: they map a changed dependency back to the connections
 // that read it. Named by controller.IndexName for their values.
@@ -142,7 +131,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		labelSelector(strimzi.LabelCluster))
 	_ = sourceInformer.SetTransform(pruneSourceSecret)
 	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		labelSelector(LabelBinding+"="+LabelBindingValue))
+		labelSelector(binding.LabelBinding+"="+binding.LabelBindingValue))
 	_ = bindingInformer.SetTransform(digestBindingSecret)
 
 	r := &reconciler{

@@ -114,7 +114,7 @@ func (r *reconciler) gatewayTrust(k *strimzi.Kafka) map[string]binding.GatewayTr
 			out[l.Name] = binding.GatewayTrust{Problem: "its certificate Secret " + ns + "/" + name + " is not found"}
 			continue
 		}
-		out[l.Name] = binding.GatewayTrust{Secret: &binding.SecretData{Name: s.Name, Data: s.Data}}
+		out[l.Name] = binding.GatewayTrust{Secret: &binding.SecretData{Name: s.Name, Data: certificates(s)}}
 	}
 	return out
 }

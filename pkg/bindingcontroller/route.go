@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/secretcache"
+	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // Connections that name a KafkaRoute: route.go wires what they read (indexes, informers, mappers),
@@ -87,11 +88,9 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 		return nil, nil, fmt.Errorf("indexing KafkaGateways: %w", err)
 	}
 	// Certificates are not labelled by anything kafkalink controls (cert-manager writes them), so
-	// this informer sees every Secret but the binding ones, and keeps of each only the public
-	// certificates.
-	secretInf := coreinformers.NewFilteredSecretInformer(env.Clients.Kube, env.Informers.Namespace, 0,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, NotBindingSecrets)
-	_ = secretInf.SetTransform(pruneCertificateSecret)
+	// they come from the operator's shared cache of every Secret but the binding ones, which
+	// keeps their public certificates.
+	secretInf := secretcache.Informer(env)
 
 	w := &routeWatch{
 		routes:        routeInf.Lister(),
@@ -122,30 +121,23 @@ func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *cont
 			return nil, nil, err
 		}
 	}
-	go secretInf.RunWithContext(ctx)
 	return w, []cache.InformerSynced{routeInf.Informer().HasSynced, gwInf.Informer().HasSynced,
 		paramsInf.Informer().HasSynced, secretInf.HasSynced}, nil
 }
 
-// pruneCertificateSecret keeps only ca.crt and tls.crt (public certificates) and the metadata the
-// listers need; private keys and everything else are dropped before caching.
-func pruneCertificateSecret(obj any) (any, error) {
-	s, ok := obj.(*corev1.Secret)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Secret{}
-	out.Name, out.Namespace, out.UID, out.ResourceVersion = s.Name, s.Namespace, s.UID, s.ResourceVersion
-	out.DeletionTimestamp = s.DeletionTimestamp
-	for _, k := range []string{"ca.crt", corev1.TLSCertKey} {
+// certificates is what a binding reads of a Secret at large: its public certificates, ca.crt and
+// tls.crt (the shared cache keeps no other values).
+func certificates(s *corev1.Secret) map[string][]byte {
+	var out map[string][]byte
+	for _, k := range []string{strimzi.CACertKey, corev1.TLSCertKey} {
 		if v, ok := s.Data[k]; ok {
-			if out.Data == nil {
-				out.Data = map[string][]byte{}
+			if out == nil {
+				out = map[string][]byte{}
 			}
-			out.Data[k] = v
+			out[k] = v
 		}
 	}
-	return out, nil
+	return out
 }
 
 // routeKey is the namespace/name of the KafkaRoute a connection names, if it names one.

@@ -106,7 +106,7 @@ func (w *routeWatch) addSecret(secrets map[string]*binding.SecretData, key strin
 		// Not found (or not cached): the pure core reports the missing Secret.
 		return
 	}
-	secrets[key] = &binding.SecretData{Name: key, Data: s.Data}
+	secrets[key] = &binding.SecretData{Name: key, Data: certificates(s)}
 }
 
 // routePermitted reports whether a ReferenceGrant in the route's namespace lets KafkaConnections

@@ -1,6 +1,7 @@
 package bindingcontroller
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -39,25 +40,17 @@ func TestGrantAllowsRoute(t *testing.T) {
 	}
 }
 
-func TestPruneCertificateSecretKeepsNoKey(t *testing.T) {
-	in := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "my-cert", Namespace: "apps", ResourceVersion: "7",
-			Annotations: map[string]string{"cert-manager.io/issuer-name": "ca"}},
-		Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": []byte("key"), "keystore.p12": []byte("p12")},
+// TestCertificatesAreTheOnlyValuesRead: a binding reads ca.crt and tls.crt of a Secret at
+// large, and nothing else, even where the cache holds more key names.
+func TestCertificatesAreTheOnlyValuesRead(t *testing.T) {
+	in := &corev1.Secret{Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": nil, "keystore.p12": nil}}
+	out := certificates(in)
+	keys := slices.Sorted(maps.Keys(out))
+	if !slices.Equal(keys, []string{"ca.crt", "tls.crt"}) || string(out["ca.crt"]) != "ca" {
+		t.Errorf("read %v", out)
 	}
-	obj, err := pruneCertificateSecret(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := obj.(*corev1.Secret)
-	keys := make([]string, 0, len(out.Data))
-	for k := range out.Data {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	if !slices.Equal(keys, []string{"ca.crt", "tls.crt"}) || out.Name != "my-cert" || out.Namespace != "apps" || out.ResourceVersion != "7" {
-		t.Errorf("pruned to %v %s/%s@%s", keys, out.Namespace, out.Name, out.ResourceVersion)
+	if certificates(&corev1.Secret{Data: map[string][]byte{"password": nil}}) != nil {
+		t.Error("values read from a Secret without certificates")
 	}
 }
 

@@ -294,7 +294,7 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	}
 	ac := corev1ac.Secret(conn.Name, conn.Namespace).
 		WithType(corev1.SecretType(binding.SecretType)).
-		WithLabels(map[string]string{LabelBinding: LabelBindingValue, LabelManagedBy: LabelManagedByValue}).
+		WithLabels(map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(kafkav1beta2.SchemeGroupVersion.String()).
 			WithKind(kafkaConnectionKind).
@@ -343,7 +343,7 @@ func notOwned(conn *kafkav1beta2.KafkaConnection, s *corev1.Secret) *binding.Fai
 // the connection wants.
 func upToDate(s *corev1.Secret, digest string) bool {
 	return string(s.Type) == binding.SecretType &&
-		s.Labels[LabelBinding] == LabelBindingValue &&
+		s.Labels[binding.LabelBinding] == binding.LabelBindingValue &&
 		s.Labels[LabelManagedBy] == LabelManagedByValue &&
 		s.Annotations[secretDigestAnnotation] == digest
 }

@@ -102,7 +102,7 @@ func TestSameStatusIgnoresTransitionTimeOnly(t *testing.T) {
 func TestDigestTransformIsIdempotentAndMatchesDesiredData(t *testing.T) {
 	data := map[string][]byte{"a": []byte("b"), "type": []byte("kafka")}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelBinding: LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
 		Type:       binding.SecretType,
 		Data:       data,
 	}

@@ -103,7 +103,7 @@ func withReady(status metav1.ConditionStatus, reason, message string) func(*kafk
 func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "secret-uid",
-			Labels: map[string]string{LabelBinding: LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
+			Labels: map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
 		Type: corev1.SecretType(binding.SecretType), Data: data,
 	}
 	if owner != "" {

@@ -3,21 +3,16 @@ package gatewaycontroller
 import (
 	"context"
 	"sync"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
-	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 )
 
 // Cache transforms. The gateway controller watches every Service, Secret, ConfigMap and
@@ -26,27 +21,14 @@ import (
 // someone else's object of the same name. They run before objects are cached, so the operator's
 // memory grows with what it uses, not with everything the cluster holds.
 //
-// Secrets are cached without their values: the informer sees every Secret of the cluster (CA
-// private keys, ServiceAccount tokens, Helm releases), and keeps of each its identity, type and
-// key names, which is all the translator needs for most references. The few Secrets whose values
-// it reads (listener and client key pairs, to check them, and Secrets copied into the gateway's
-// namespace) are fetched by GET when a gateway names them and kept in secretData, keyed by
-// resourceVersion, so a changed Secret is fetched again and an unchanged one never is. Only the
-// Secrets a gateway generated keep their values in the informer, for drift detection.
+// Secrets come from the operator's shared Secret cache (pkg/secretcache), which holds no private
+// values. The few Secrets whose values the translator reads (listener and client key pairs, to
+// check them, and Secrets copied into the gateway's namespace) are fetched by GET when a gateway
+// names them and kept in secretData, keyed by resourceVersion, so a changed Secret is fetched
+// again and an unchanged one never is.
 
-// secretInformer is the Secret informer of the shared factory, without the binding Secrets:
-// they are the binding controller's output, which it caches itself (as digests), and no gateway
-// reads them. At 5,000 KafkaConnections they would be half of the Secrets cached here.
-func secretInformer(env operator.Env) cache.SharedIndexInformer {
-	return env.Informers.Kube.InformerFor(&corev1.Secret{}, func(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredSecretInformer(kube, env.Informers.Namespace, resync,
-			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, bindingcontroller.NotBindingSecrets)
-	})
-}
-
-// slimObject drops managed fields from every object, keeps of ConfigMaps and Deployments that
-// no gateway generated only the metadata the foreign-name check reads, and of Secrets that no
-// gateway generated only their metadata, type and key names.
+// slimObject drops managed fields from every object, and keeps of ConfigMaps and Deployments that
+// no gateway generated only the metadata the foreign-name check reads.
 func slimObject(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -60,31 +42,8 @@ func slimObject(obj any) (any, error) {
 		if !generated(o) {
 			return &appsv1.Deployment{ObjectMeta: foreignMeta(o.ObjectMeta)}, nil
 		}
-	case *corev1.Secret:
-		if !generated(o) {
-			return slimSecret(o), nil
-		}
 	}
 	return obj, nil
-}
-
-// slimSecret keeps a Secret's identity, type and key names; values are nil. Labels are dropped (no
-// gateway reads a foreign Secret's), and owners unless a gateway controls it (a generated Secret
-// whose label was removed by hand still maps back to its gateway).
-func slimSecret(o *corev1.Secret) *corev1.Secret {
-	meta := foreignMeta(o.ObjectMeta)
-	meta.Labels = nil
-	if ownerGateway(o) == nil {
-		meta.OwnerReferences = nil
-	}
-	out := &corev1.Secret{ObjectMeta: meta, Type: o.Type}
-	if len(o.Data) > 0 {
-		out.Data = make(map[string][]byte, len(o.Data))
-		for k := range o.Data {
-			out.Data[k] = nil
-		}
-	}
-	return out
 }
 
 // secretData holds the values of the Secrets gateways read, fetched by GET, each with the

@@ -28,6 +28,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/secretcache"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -131,10 +132,10 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 	}
 	// The shared typed informer, which the binding controller reads too: one per process.
 	paramsInf := kl.KafkaGatewayParameters()
-	svcInf, secretInf := kube.Core().V1().Services(), secretInformer(env)
+	svcInf, secretInf := kube.Core().V1().Services(), secretcache.Informer(env)
 	cmInf, depInf := kube.Core().V1().ConfigMaps(), kube.Apps().V1().Deployments()
 	pdbInf := kube.Policy().V1().PodDisruptionBudgets()
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), secretInf, cmInf.Informer(), depInf.Informer(), pdbInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), cmInf.Informer(), depInf.Informer(), pdbInf.Informer()} {
 		if err := inf.SetTransform(slimObject); err != nil {
 			return nil, fmt.Errorf("setting the cache transform: %w", err)
 		}
@@ -274,8 +275,8 @@ func ownerGateway(obj any) []cache.ObjectName {
 	if !ok {
 		return nil
 	}
-	ref := metav1.GetControllerOf(m)
-	if ref == nil || ref.Kind != gatewaymodel.KindGateway || ref.APIVersion != kroxyliciousv1alpha1.SchemeGroupVersion.String() {
+	ref := secretcache.ControllingGateway(m)
+	if ref == nil {
 		return nil
 	}
 	return []cache.ObjectName{{Namespace: m.GetNamespace(), Name: ref.Name}}

@@ -41,6 +41,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/secretcache"
 )
 
 const testNamespace = "apps"
@@ -147,7 +148,11 @@ func (f *fixture) add(objs ...runtime.Object) {
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		cached, err := slimObject(o.DeepCopyObject())
+		transform := slimObject
+		if _, ok := o.(*corev1.Secret); ok {
+			transform = secretcache.Slim
+		}
+		cached, err := transform(o.DeepCopyObject())
 		if err != nil {
 			f.t.Fatal(err)
 		}
