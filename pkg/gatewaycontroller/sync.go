@@ -24,6 +24,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
+	filterv1alpha1 "github.com/kafkalink/kafkalink/apis/filter/v1alpha1"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
@@ -144,7 +145,7 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		return nil, err
 	}
 	s.Kafkas, s.KafkaErrors, s.NodePools = c.gatherKafkas(s.Routes)
-	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, append(kafkaCASecrets(s.Kafkas), routesSecrets(s.Routes)...)); err != nil {
+	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, s.Filters, append(kafkaCASecrets(s.Kafkas), routesSecrets(s.Routes)...)); err != nil {
 		return nil, err
 	}
 	if store := c.grants.Indexer(); store != nil {
@@ -215,18 +216,24 @@ func (c *Controller) gatherServices(ns string, routes []*kroxyliciousv1alpha1.Ka
 }
 
 // gatherSecrets lists the gateway namespace's Secrets plus those named in other namespaces, as
-// the cache holds them (key names, no values). The values are read only where the translator
-// needs them: the gateway's own references (key pairs are checked, other namespaces' are
-// copied) and policy CAs in other namespaces (copied).
+// the cache holds them (key names, no private values). The values are read only where the
+// translator needs them: the gateway's own references (key pairs are checked, other namespaces'
+// are copied), the KafkaFilters' Secrets (their configuration is checked with them as files) and
+// policy CAs in other namespaces (copied).
 // routeRefs are the Kafka CA and discovery credential Secrets the routes use (namespace/name);
 // like policy CAs, those of other namespaces are copied, so their values are read.
-func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy, routeRefs []string) ([]*corev1.Secret, error) {
+func (c *Controller) gatherSecrets(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, policies []*kroxyliciousv1alpha1.KafkaBackendTLSPolicy,
+	filters []*filterv1alpha1.KafkaFilter, routeRefs []string) ([]*corev1.Secret, error) {
 	ns := gw.Namespace
 	listed, err := c.secrets.Secrets(ns).List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
 	refs, _ := gatewaySecrets(gw)
+	for _, f := range filters {
+		more, _ := filterSecrets(f)
+		refs = append(refs, more...)
+	}
 	withValues := map[string]bool{}
 	for _, ref := range refs {
 		withValues[ref] = true
@@ -290,7 +297,7 @@ func generatedSecret(s *corev1.Secret) bool { return generated(s) }
 // the cluster CA of a Kafka a route uses.
 func (c *Controller) secretReferenced(key string) bool {
 	if controller.HasIndexed(c.gatewayIdx, indexGatewaySecret, key) || controller.HasIndexed(c.policyIdx, indexPolicySecret, key) ||
-		controller.HasIndexed(c.routeIdx, indexRouteSecret, key) {
+		controller.HasIndexed(c.routeIdx, indexRouteSecret, key) || controller.HasIndexed(c.filterIdx, indexFilterSecret, key) {
 		return true
 	}
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
