@@ -166,7 +166,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		}
 	}
 	c.WaitFor(connInformer.Informer().HasSynced, sourceInformer.HasSynced, bindingInformer.HasSynced)
-	route, routeSynced, err := newRouteWatch(ctx, env, r, c)
+	route, routeSynced, err := newRouteWatch(env, r, c)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package bindingcontroller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -64,9 +63,9 @@ type routeWatch struct {
 	clusterDomain string
 }
 
-// newRouteWatch adds the route indexes and handlers and starts the certificate Secret informer
-// (which stops with ctx). The returned syncs are what the controller must wait for.
-func newRouteWatch(ctx context.Context, env operator.Env, r *reconciler, c *controller.Controller) (*routeWatch, []cache.InformerSynced, error) {
+// newRouteWatch adds the route indexes and handlers, on the shared informers (the Secret cache
+// included), which the operator starts. The returned syncs are what the controller must wait for.
+func newRouteWatch(env operator.Env, r *reconciler, c *controller.Controller) (*routeWatch, []cache.InformerSynced, error) {
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	routeInf, gwInf, paramsInf := kl.KafkaRoutes(), kl.KafkaGateways(), kl.KafkaGatewayParameters()
 	connInf := env.Informers.KafkaLink.Kafka().V1beta2().KafkaConnections().Informer()
