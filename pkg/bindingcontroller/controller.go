@@ -149,7 +149,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		clock:    clock.RealClock{},
 	}
 	c := controller.New(QueueName, r.sync)
-	r.targets = newTargets(ctx, r, c)
+	r.targets = newTargets(ctx, r, c, env.Options.AllowedMemberServers)
 	if err := r.watchOptional(ctx, env, c); err != nil {
 		return nil, err
 	}

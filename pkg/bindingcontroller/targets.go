@@ -73,12 +73,13 @@ type targets struct {
 	removed  map[string]bool // copies removed since their target was last wanted
 }
 
-func newTargets(ctx context.Context, r *reconciler, c *controller.Controller) *targets {
+func newTargets(ctx context.Context, r *reconciler, c *controller.Controller, allowedServers []string) *targets {
 	t := &targets{enqueue: c.Enqueue, clock: r.clock, specs: map[string]copySpec{}, results: map[string]copyResult{}, removed: map[string]bool{}}
 	t.registry = member.NewRegistry(ctx, member.Config{
-		Central: r.kube,
-		Handle:  t.deliver,
-		Watched: LabelBindingCopy + "=true",
+		Central:        r.kube,
+		Handle:         t.deliver,
+		AllowedServers: allowedServers,
+		Watched:        LabelBindingCopy + "=true",
 		ItemsOf: func(s *corev1.Secret) []string {
 			return []string{s.Annotations[annotationCopySource] + "/" + s.Annotations[annotationCopyTarget]}
 		},

@@ -110,7 +110,7 @@ type Controller struct {
 func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
 	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic, waiters: newNameWaiters()}
 	c.ctrl = controller.New(QueueName, c.sync)
-	c.members = newMemberProxies(ctx, env.Clients.Kube, c.ctrl.Enqueue)
+	c.members = newMemberProxies(ctx, env.Clients.Kube, c.ctrl.Enqueue, env.Options.AllowedMemberServers)
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	kube := env.Informers.Kube
 

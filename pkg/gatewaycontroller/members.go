@@ -79,9 +79,9 @@ type memberProxies struct {
 	results  map[string]memberResult
 }
 
-func newMemberProxies(ctx context.Context, central kubernetes.Interface, enqueue func(cache.ObjectName)) *memberProxies {
+func newMemberProxies(ctx context.Context, central kubernetes.Interface, enqueue func(cache.ObjectName), allowedServers []string) *memberProxies {
 	m := &memberProxies{central: central, enqueue: enqueue, specs: map[string]memberSpec{}, results: map[string]memberResult{}}
-	m.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: m.deliver})
+	m.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: m.deliver, AllowedServers: allowedServers})
 	return m
 }
 

@@ -106,7 +106,7 @@ func newFixture(t *testing.T) *fixture {
 	c := &Controller{
 		env: env, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), dynamic: f.dynamic,
 		waiters: newNameWaiters(), secretData: newSecretData(f.kube),
-		members:  newMemberProxies(t.Context(), f.kube, func(cache.ObjectName) {}),
+		members:  newMemberProxies(t.Context(), f.kube, func(cache.ObjectName) {}, nil),
 		gateways: kroxyliciouslisters.NewKafkaGatewayLister(f.gateways), gatewayIdx: f.gateways,
 		params: kroxyliciouslisters.NewKafkaGatewayParametersLister(f.params),
 		routes: kroxyliciouslisters.NewKafkaRouteLister(f.routes), routeIdx: f.routes,

@@ -127,6 +127,9 @@ func (c *Cluster) Client(ctx context.Context) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !ServerAllowed(c.cfg.AllowedServers, kc.cfg.Host) {
+		return nil, fmt.Errorf("member %s: the API server %s is %w", c.ref, kc.cfg.Host, ErrServerNotAllowed)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client != nil && c.digest == kc.digest {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,49 @@ type Config struct {
 	// MaxBackoff bounds the retry delay of a failing item (30 s when zero): the longest a
 	// member that came back waits before it is caught up.
 	MaxBackoff time.Duration
+	// AllowedServers are the member API servers the operator may reach (see ServerAllowed).
+	AllowedServers []string
+}
+
+// ErrServerNotAllowed is a member whose API server is not in Config.AllowedServers: the operator
+// sends it nothing, so it counts as unreachable.
+var ErrServerNotAllowed = errors.New("not one the operator may reach; an administrator allows it with the operator's --allowed-member-servers")
+
+// ServerAllowed reports whether a member API server URL is one of allowed: equal to one of them
+// once both are reduced to scheme://host:port, or allowed holds "*". Nothing is allowed when
+// allowed is empty. The URL comes from a tenant (a kubeconfig Secret, a clusterUrl), and without
+// this list a tenant could make the operator send requests wherever its network reaches.
+func ServerAllowed(allowed []string, server string) bool {
+	s, ok := serverOrigin(server)
+	if !ok {
+		return false
+	}
+	for _, a := range allowed {
+		if a == "*" {
+			return true
+		}
+		if o, ok := serverOrigin(a); ok && o == s {
+			return true
+		}
+	}
+	return false
+}
+
+// serverOrigin is scheme://host:port of an API server URL, lower case, with the scheme's port
+// when none is given (https when there is no scheme, as client-go assumes).
+func serverOrigin(server string) (string, bool) {
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", false
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return u.Scheme + "://" + strings.ToLower(net.JoinHostPort(u.Hostname(), port)), true
 }
 
 // Registry holds the members in use.
@@ -169,6 +213,8 @@ func Unreachable(err error) bool {
 	var ne net.Error
 	var se *apierrors.StatusError
 	switch {
+	case errors.Is(err, ErrServerNotAllowed):
+		return true
 	case errors.As(err, &se):
 		// The server answered; 503 and 504 come from a proxy or an overloaded server.
 		code := se.ErrStatus.Code

@@ -121,3 +121,74 @@ func TestRegistryLifecycle(t *testing.T) {
 		t.Fatalf("%d members after the last release, want 0", r.Len())
 	}
 }
+
+func TestServerAllowed(t *testing.T) {
+	allowed := []string{"https://member-a.example.com:6443", "member-b.example.com", "http://10.0.0.9"}
+	for server, want := range map[string]bool{
+		"https://member-a.example.com:6443":  true,
+		"https://MEMBER-A.example.com:6443/": true,
+		"member-a.example.com:6443":          true, // no scheme: https, as client-go
+		"https://member-a.example.com:6444":  false,
+		"http://member-a.example.com:6443":   false,
+		"https://member-b.example.com":       true,
+		"https://member-b.example.com:443":   true,
+		"https://member-b.example.com.evil":  false,
+		"http://10.0.0.9:80":                 true,
+		"https://169.254.169.254":            false,
+		"unix:///var/run/docker.sock":        false,
+		"":                                   false,
+	} {
+		if got := ServerAllowed(allowed, server); got != want {
+			t.Errorf("ServerAllowed(%q) = %t, want %t", server, got, want)
+		}
+	}
+	if ServerAllowed(nil, "https://member-a.example.com:6443") {
+		t.Error("an empty list allowed a server")
+	}
+	if !ServerAllowed([]string{"*"}, "https://anywhere:6443") {
+		t.Error(`"*" did not allow a server`)
+	}
+}
+
+// A member whose API server is not allowed gets no client: the handler sees an error that names
+// the server and the flag, and no request leaves for that server.
+func TestClientRefusesServersNotAllowed(t *testing.T) {
+	kubeconfig := []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://member-a.example.com:6443"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`)
+	central := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a"},
+		Data: map[string][]byte{KubeconfigKey: kubeconfig}})
+	for name, tc := range map[string]struct {
+		allowed []string
+		ref     Ref
+		refused bool
+	}{
+		"the kubeconfig's server, allowed":  {allowed: []string{"https://member-a.example.com:6443"}, ref: Ref{Namespace: "apps", Secret: "member-a"}},
+		"nothing allowed":                   {ref: Ref{Namespace: "apps", Secret: "member-a"}, refused: true},
+		"a clusterUrl elsewhere":            {allowed: []string{"https://member-a.example.com:6443"}, ref: Ref{Namespace: "apps", Secret: "member-a", ClusterURL: "https://10.0.0.1:6443"}, refused: true},
+		"a clusterUrl allowed by the \"*\"": {allowed: []string{"*"}, ref: Ref{Namespace: "apps", Secret: "member-a", ClusterURL: "https://10.0.0.1:6443"}},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := make(chan error, 1)
+		r := NewRegistry(ctx, Config{Central: central, AllowedServers: tc.allowed, Handle: func(ctx context.Context, c *Cluster, _ string) error {
+			_, err := c.Client(ctx)
+			errs <- err
+			return nil
+		}})
+		r.Enqueue(tc.ref, "item")
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the item was not handled", name)
+		}
+		cancel()
+		if refused := err != nil && strings.Contains(err.Error(), "--allowed-member-servers"); refused != tc.refused || (!tc.refused && err != nil) {
+			t.Errorf("%s: Client error %v, want refused=%t", name, err, tc.refused)
+		}
+	}
+}

@@ -99,6 +99,8 @@ type Options struct {
 	// AllowedIngressDomains restrict the ingress domains (OpenShift Route hosts) of gateways;
 	// nil allows any.
 	AllowedIngressDomains []string
+	// AllowedMemberServers are the member-cluster API servers the operator may reach.
+	AllowedMemberServers []string
 
 	// Gateway controller.
 	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
@@ -130,6 +132,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProxyImage, "proxy-image", version.ProxyImage(), "Image of the kafkalink-proxy Deployments (defaults to the proxy of this release).")
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
 	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
+	fs.Func("allowed-member-servers", "Comma-separated API server URLs of member clusters (such as https://member-a.example.com:6443) that KafkaConnection targets and KafkaGatewayParameters members may reach; \"*\" allows any. The URL comes from an application's kubeconfig Secret or clusterUrl, so unset allows none: a target or member elsewhere reports the flag in its status.", commaList(&o.AllowedMemberServers))
 	o.ProxyFilterTypes = filterall.Types()
 	o.CheckFilter = filterall.Check
 	fs.Func("proxy-filter-types", fmt.Sprintf("Comma-separated KafkaFilter types the proxy image implements (default: kafkalink-proxy's, %s). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", strings.Join(o.ProxyFilterTypes, ",")), commaList(&o.ProxyFilterTypes))

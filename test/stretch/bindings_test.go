@@ -61,6 +61,7 @@ func TestStretchBindings(t *testing.T) {
 	t.Run("an idle operator writes nothing, centrally or in the members", w.idle)
 	t.Run("member credentials are in no status and no log line", w.secretsKept)
 	t.Run("operator memory with two members attached", w.memory)
+	t.Run("a member API server the operator may not reach is refused, in status", w.serverNotAllowed)
 }
 
 func startWorld(t *testing.T) *world {
@@ -192,7 +193,8 @@ func (w *world) startOperator() {
 	w.must(err)
 	w.operator, err = framework.StartProcess(dir, "operator", binary, "--kubeconfig="+kubeconfig,
 		"--health-address="+framework.FreeAddress(), "--metrics-address="+framework.FreeAddress(), "--leader-elect=false",
-		"--proxy-image="+stretchImage, "--v=2")
+		"--proxy-image="+stretchImage, "--v=2",
+		"--allowed-member-servers="+w.members["member-a"].Config.Host+","+w.members["member-b"].Config.Host)
 	w.must(err)
 	w.t.Cleanup(func() { _ = w.operator.Stop(15 * time.Second) })
 	w.pid = framework.FindProcess(w.t, binary)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
@@ -255,10 +256,7 @@ func (w *world) deletion(t *testing.T) {
 		return w.copyHas("member-a", "abandoned", "password", "third")
 	})
 	w.must(conns.Delete(w.ctx, "abandoned", metav1.DeleteOptions{}))
-	c = w.get("abandoned")
-	c.Annotations = map[string]string{"kafkalink.io/abandon-targets": "member-b"}
-	_, err = conns.Update(w.ctx, c, metav1.UpdateOptions{})
-	w.must(err)
+	w.abandon("abandoned", "member-b")
 	w.eventually("an abandoned member's copy does not hold the connection", limit, func() (bool, string) {
 		_, err := conns.Get(w.ctx, "abandoned", metav1.GetOptions{})
 		return err != nil, "abandoned still exists"
@@ -278,4 +276,49 @@ func (w *world) memory(t *testing.T) {
 	w.t = t
 	hwm, rss := framework.ProcessMemory(t, w.pid)
 	t.Logf("operator with two members attached: peak RSS %.1f MiB, RSS now %.1f MiB", float64(hwm)/1024, float64(rss)/1024)
+}
+
+// serverNotAllowed: a target whose clusterUrl points at an API server outside
+// --allowed-member-servers (here the central cluster's own, with member-a's credentials) gets no
+// request from the operator, and its status says why; abandoning it lets the connection go.
+func (w *world) serverNotAllowed(t *testing.T) {
+	w.t = t
+	conns := w.kl.KafkaV1beta2().KafkaConnections(ns)
+	c := &kafkav1beta2.KafkaConnection{
+		ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: ns},
+		Spec: kafkav1beta2.KafkaConnectionSpec{
+			Kafka: kafkav1beta2.KafkaReference{APIVersion: "kafka.strimzi.io/v1", Kind: "Kafka", Name: "my-cluster"},
+			User:  &kafkav1beta2.UserReference{APIVersion: "kafka.strimzi.io/v1", Kind: "KafkaUser", Name: "app-user"},
+			Targets: []kafkav1beta2.BindingTarget{{Name: "central", Cluster: kafkav1beta2.ClusterTarget{
+				Secret: "member-a-kubeconfig", ClusterURL: w.central.Config.Host}}},
+		},
+	}
+	_, err := conns.Create(w.ctx, c, metav1.CreateOptions{})
+	w.must(err)
+	w.eventually("the target refused, naming the flag", limit, func() (bool, string) {
+		st := targetStatus(w.get("elsewhere"), "central")
+		return st != nil && !st.Reachable && !st.Synced && strings.Contains(st.Message, "--allowed-member-servers"), fmt.Sprintf("%+v", st)
+	})
+	if _, err := w.central.Client.CoreV1().Secrets(ns).Get(w.ctx, "elsewhere", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the central binding itself is written as usual: %v", err)
+	}
+	w.must(conns.Delete(w.ctx, "elsewhere", metav1.DeleteOptions{}))
+	w.abandon("elsewhere", "central")
+	w.eventually("the refused target does not hold the connection", limit, func() (bool, string) {
+		_, err := conns.Get(w.ctx, "elsewhere", metav1.GetOptions{})
+		return err != nil, "elsewhere still exists"
+	})
+}
+
+// abandon sets kafkalink.io/abandon-targets on a connection, retrying while the operator writes
+// its status in between.
+func (w *world) abandon(name, targets string) {
+	w.t.Helper()
+	conns := w.kl.KafkaV1beta2().KafkaConnections(ns)
+	w.must(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c := w.get(name)
+		c.Annotations = map[string]string{"kafkalink.io/abandon-targets": targets}
+		_, err := conns.Update(w.ctx, c, metav1.UpdateOptions{})
+		return err
+	}))
 }
