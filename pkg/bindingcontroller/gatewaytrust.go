@@ -12,6 +12,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/secretcache"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -114,7 +115,7 @@ func (r *reconciler) gatewayTrust(k *strimzi.Kafka) map[string]binding.GatewayTr
 			out[l.Name] = binding.GatewayTrust{Problem: "its certificate Secret " + ns + "/" + name + " is not found"}
 			continue
 		}
-		out[l.Name] = binding.GatewayTrust{Secret: &binding.SecretData{Name: s.Name, Data: certificates(s)}}
+		out[l.Name] = binding.GatewayTrust{Secret: &binding.SecretData{Name: s.Name, Data: secretcache.Certificates(s)}}
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
-	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
 // Connections that name a KafkaRoute: route.go wires what they read (indexes, informers, mappers),
@@ -122,21 +120,6 @@ func newRouteWatch(env operator.Env, r *reconciler, c *controller.Controller) (*
 	}
 	return w, []cache.InformerSynced{routeInf.Informer().HasSynced, gwInf.Informer().HasSynced,
 		paramsInf.Informer().HasSynced, secretInf.HasSynced}, nil
-}
-
-// certificates is what a binding reads of a Secret at large: its public certificates, ca.crt and
-// tls.crt (the shared cache keeps no other values).
-func certificates(s *corev1.Secret) map[string][]byte {
-	var out map[string][]byte
-	for _, k := range []string{strimzi.CACertKey, corev1.TLSCertKey} {
-		if v, ok := s.Data[k]; ok {
-			if out == nil {
-				out = map[string][]byte{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
 
 // routeKey is the namespace/name of the KafkaRoute a connection names, if it names one.

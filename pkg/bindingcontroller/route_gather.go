@@ -11,6 +11,7 @@ import (
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/secretcache"
 )
 
 // gatewayMayUseSecret applies binding.GatewayMayUseSecret with the ReferenceGrants of the
@@ -106,7 +107,7 @@ func (w *routeWatch) addSecret(secrets map[string]*binding.SecretData, key strin
 		// Not found (or not cached): the pure core reports the missing Secret.
 		return
 	}
-	secrets[key] = &binding.SecretData{Name: key, Data: certificates(s)}
+	secrets[key] = &binding.SecretData{Name: key, Data: secretcache.Certificates(s)}
 }
 
 // routePermitted reports whether a ReferenceGrant in the route's namespace lets KafkaConnections

@@ -1,11 +1,9 @@
 package bindingcontroller
 
 import (
-	"maps"
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
@@ -37,20 +35,6 @@ func TestGrantAllowsRoute(t *testing.T) {
 				t.Errorf("grantAllowsRoute = %t, want %t", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestCertificatesAreTheOnlyValuesRead: a binding reads ca.crt and tls.crt of a Secret at
-// large, and nothing else, even where the cache holds more key names.
-func TestCertificatesAreTheOnlyValuesRead(t *testing.T) {
-	in := &corev1.Secret{Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": nil, "keystore.p12": nil}}
-	out := certificates(in)
-	keys := slices.Sorted(maps.Keys(out))
-	if !slices.Equal(keys, []string{"ca.crt", "tls.crt"}) || string(out["ca.crt"]) != "ca" {
-		t.Errorf("read %v", out)
-	}
-	if certificates(&corev1.Secret{Data: map[string][]byte{"password": nil}}) != nil {
-		t.Error("values read from a Secret without certificates")
 	}
 }
 

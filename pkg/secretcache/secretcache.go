@@ -11,6 +11,7 @@
 package secretcache
 
 import (
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,14 +66,30 @@ func Slim(obj any) (any, error) {
 	}
 	if len(s.Data) > 0 {
 		out.Data = make(map[string][]byte, len(s.Data))
-		for k, v := range s.Data {
-			if k != strimzi.CACertKey && k != corev1.TLSCertKey {
-				v = nil
-			}
-			out.Data[k] = v
+		for k := range s.Data {
+			out.Data[k] = nil
 		}
+		maps.Copy(out.Data, Certificates(s))
 	}
 	return out, nil
+}
+
+// certificateKeys are the entries whose values the cache keeps: public certificates.
+var certificateKeys = []string{strimzi.CACertKey, corev1.TLSCertKey}
+
+// Certificates are the public certificates of a Secret, ca.crt and tls.crt, the only values the
+// cache keeps of a Secret no gateway generated; nil when it has neither.
+func Certificates(s *corev1.Secret) map[string][]byte {
+	var out map[string][]byte
+	for _, k := range certificateKeys {
+		if v, ok := s.Data[k]; ok {
+			if out == nil {
+				out = map[string][]byte{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // ControllingGateway is the controller reference of an object when a KafkaGateway controls it.

@@ -2,6 +2,8 @@ package secretcache
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,5 +98,19 @@ func TestOneInformerForEveryReader(t *testing.T) {
 	}
 	if s := obj.(*corev1.Secret); s.Data["tls.key"] != nil || string(s.Data["ca.crt"]) != "CA" {
 		t.Errorf("cached %q", s.Data)
+	}
+}
+
+// TestCertificatesAreTheOnlyValuesKept: of a Secret at large, ca.crt and tls.crt are read (by
+// the binding controller) and kept (by Slim), and nothing else, even where there are more keys.
+func TestCertificatesAreTheOnlyValuesKept(t *testing.T) {
+	in := &corev1.Secret{Data: map[string][]byte{"ca.crt": []byte("ca"), "tls.crt": []byte("crt"), "tls.key": nil, "keystore.p12": nil}}
+	out := Certificates(in)
+	keys := slices.Sorted(maps.Keys(out))
+	if !slices.Equal(keys, []string{"ca.crt", "tls.crt"}) || string(out["ca.crt"]) != "ca" {
+		t.Errorf("read %v", out)
+	}
+	if Certificates(&corev1.Secret{Data: map[string][]byte{"password": nil}}) != nil {
+		t.Error("values read from a Secret without certificates")
 	}
 }

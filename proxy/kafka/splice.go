@@ -28,9 +28,12 @@ type mover struct {
 // pass moves n bytes: the ones src has buffered through dst, the rest spliced when a splice
 // is possible and worth it, else copied (passThrough).
 func (m mover) pass(n int64) error {
+	if m.splice == nil || m.from == nil { // TLS, or a frame in memory: the common small-field case stays one call
+		return passThrough(m.dst, m.src, n)
+	}
 	head := int64(m.src.Buffered())
 	flusher, ok := m.dst.(interface{ Flush() error })
-	if m.splice == nil || m.from == nil || !ok || len(m.from.prefix) > 0 || n-head < spliceMin {
+	if !ok || len(m.from.prefix) > 0 || n-head < spliceMin {
 		return passThrough(m.dst, m.src, n)
 	}
 	if err := passThrough(m.dst, m.src, head); err != nil {
