@@ -9,13 +9,37 @@
 //	  valueRule:
 //	    allowNulls: true                         # tombstones pass (default true)
 //	    syntacticallyCorrectJson: {}             # the value must be JSON
+//	    syntacticallyCorrectJson: {validateObjectKeysUnique: true}  # with no object naming a member twice
 //	    jsonSchema: {type: object, required: [id]}  # kafkalink: and match this schema
 //	    jsonSchemaFile: /opt/kroxylicious/secrets/filter/schemas/orders.json  # or this one
+//	    maxBytes: 1048576                        # kafkalink: the largest value checked (default 1 MiB)
 //	  keyRule: {...}
 //	defaultRule: {valueRule: {...}}             # topics no rule names
 //
 // Kroxylicious' schemaValidationConfig (schemas in an Apicurio Registry) is refused at start
 // with a clear error: kafkalink reads schemas inline or from files only.
+//
+// # Limits
+//
+// The filter reads bytes from clients that may never have authenticated, so what it spends on a
+// record is bounded:
+//
+//   - maxBytes (kafkalink's own field, default 1 MiB, at most 64 MiB) is the largest key or value
+//     a rule that checks JSON or a schema accepts: a larger one is refused with INVALID_RECORD,
+//     naming the record and the limit, before any of it is read. Set on a rule that checks
+//     nothing about the content, it still refuses larger keys or values; unset, such a rule has
+//     no limit.
+//   - JSON syntax is checked by a state machine that builds no Go values; arrays and objects
+//     may nest at most 128 deep (a fixed limit). validateObjectKeysUnique costs 16 bytes per member
+//     name of the objects open at once. Strings must be UTF-8, as RFC 8259 (and Kroxylicious'
+//     Jackson parser) require.
+//   - A JSON Schema check first runs that syntax check (so a value is parsed into Go values only
+//     when it is within maxBytes and nested at most 128 deep), then builds the document: about
+//     20 to 40 bytes of memory per byte of value for arrays of small numbers.
+//   - A schema's $refs resolve only within the rule's own schema document ("#/$defs/…", or a
+//     subschema's $id): no file:, http: or other URL is ever loaded, and a schema that refers to
+//     one does not build (the operator runs the same check, so the route's status says so). The
+//     standard metaschemas ($schema of drafts 4 to 2020-12) are built in.
 package validation
 
 import (
@@ -65,17 +89,37 @@ type Rule struct {
 
 // BytesRule validates one part of a record.
 type BytesRule struct {
-	AllowNulls               *bool            `json:"allowNulls,omitempty"`
-	AllowEmpty               bool             `json:"allowEmpty,omitempty"`
-	SyntacticallyCorrectJSON *json.RawMessage `json:"syntacticallyCorrectJson,omitempty"`
-	JSONSchema               json.RawMessage  `json:"jsonSchema,omitempty"`
-	JSONSchemaFile           string           `json:"jsonSchemaFile,omitempty"`
-	SchemaValidationConfig   json.RawMessage  `json:"schemaValidationConfig,omitempty"`
+	AllowNulls               *bool           `json:"allowNulls,omitempty"`
+	AllowEmpty               bool            `json:"allowEmpty,omitempty"`
+	SyntacticallyCorrectJSON *SyntaxRule     `json:"syntacticallyCorrectJson,omitempty"`
+	JSONSchema               json.RawMessage `json:"jsonSchema,omitempty"`
+	JSONSchemaFile           string          `json:"jsonSchemaFile,omitempty"`
+	SchemaValidationConfig   json.RawMessage `json:"schemaValidationConfig,omitempty"`
+	// MaxBytes (kafkalink's own) is the largest key or value, in bytes, the rule accepts: a
+	// larger one is refused before it is parsed. Default DefaultMaxBytes when the rule checks
+	// JSON or a schema, no limit otherwise; at most MaxMaxBytes.
+	MaxBytes *int `json:"maxBytes,omitempty"`
 }
+
+// SyntaxRule is Kroxylicious' syntacticallyCorrectJson.
+type SyntaxRule struct {
+	// ValidateObjectKeysUnique refuses a JSON value with an object (at any depth) that names a
+	// member twice; names are compared unescaped.
+	ValidateObjectKeysUnique bool `json:"validateObjectKeysUnique,omitempty"`
+}
+
+// DefaultMaxBytes is BytesRule.MaxBytes when unset: Kafka's default largest record batch.
+const DefaultMaxBytes = 1 << 20
+
+// MaxMaxBytes is the largest BytesRule.MaxBytes: a schema check holds 20 to 40 times the
+// value's size in Go values while it runs.
+const MaxMaxBytes = 64 << 20
 
 // check is a compiled BytesRule.
 type check struct {
 	allowNulls, allowEmpty, json bool
+	uniqueKeys                   bool // syntacticallyCorrectJson.validateObjectKeysUnique
+	maxBytes                     int  // 0: no limit
 	schema                       *jsonschema.Schema
 }
 
@@ -146,7 +190,16 @@ func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*ch
 	if len(br.SchemaValidationConfig) > 0 {
 		return nil, fmt.Errorf("%s.schemaValidationConfig: schemas in an Apicurio Registry are not supported; give the schema inline (jsonSchema) or as a file (jsonSchemaFile, from a $(secretFile:…) placeholder)", path)
 	}
-	c := &check{allowNulls: br.AllowNulls == nil || *br.AllowNulls, allowEmpty: br.AllowEmpty, json: br.SyntacticallyCorrectJSON != nil}
+	c := &check{allowNulls: br.AllowNulls == nil || *br.AllowNulls, allowEmpty: br.AllowEmpty}
+	if sc := br.SyntacticallyCorrectJSON; sc != nil {
+		c.json, c.uniqueKeys = true, sc.ValidateObjectKeysUnique
+	}
+	if br.MaxBytes != nil {
+		if *br.MaxBytes < 1 || *br.MaxBytes > MaxMaxBytes {
+			return nil, fmt.Errorf("%s.maxBytes: %d: must be from 1 to %d (64 MiB)", path, *br.MaxBytes, MaxMaxBytes)
+		}
+		c.maxBytes = *br.MaxBytes
+	}
 	schema := br.JSONSchema
 	if br.JSONSchemaFile != "" {
 		b, err := readFile(br.JSONSchemaFile)
@@ -156,6 +209,9 @@ func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*ch
 		schema = b
 	}
 	if len(schema) == 0 {
+		if c.json && c.maxBytes == 0 {
+			c.maxBytes = DefaultMaxBytes
+		}
 		return c, nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
@@ -163,6 +219,7 @@ func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*ch
 		return nil, fmt.Errorf("%s: the JSON Schema is not JSON: %w", path, err)
 	}
 	comp := jsonschema.NewCompiler()
+	comp.UseLoader(noLoader{})
 	// An absolute id: a relative one would be resolved against the process's folder, which
 	// then shows in messages.
 	const id = "urn:kafkalink:record-schema"
@@ -173,7 +230,19 @@ func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*ch
 		return nil, fmt.Errorf("%s: the JSON Schema does not compile: %w", path, err)
 	}
 	c.json = true
+	if c.maxBytes == 0 {
+		c.maxBytes = DefaultMaxBytes
+	}
 	return c, nil
+}
+
+// noLoader is the schema compiler's URLLoader: it loads nothing, so that a $ref resolves only
+// within the rule's own schema document. The library serves the standard metaschemas itself,
+// without asking its loader.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("RecordValidation loads no schema from a URL (file:, http: or any other): a $ref must point into the rule's own schema, as \"#/$defs/name\" or to a subschema's $id")
 }
 
 // Keys implements filter.Filter: Produce requests.
@@ -284,17 +353,25 @@ func (c *check) validate(b []byte) string {
 		return "null is not allowed"
 	case len(b) == 0 && c.allowEmpty:
 		return ""
+	case c.maxBytes > 0 && len(b) > c.maxBytes:
+		return fmt.Sprintf("%d bytes, more than the rule's maxBytes (%d)", len(b), c.maxBytes)
 	case !c.json:
+		return ""
+	}
+	// The syntax check builds nothing and bounds the nesting, so the schema check below builds
+	// Go values only from a value within maxBytes and maxDepth.
+	if err := checkJSON(b, c.uniqueKeys); err != nil {
+		return "not valid JSON: " + err.Error()
+	}
+	if c.schema == nil {
 		return ""
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
 	if err != nil {
 		return "not valid JSON: " + err.Error()
 	}
-	if c.schema != nil {
-		if err := c.schema.Validate(doc); err != nil {
-			return "does not match the JSON Schema: " + strings.ReplaceAll(err.Error(), "\n", " ")
-		}
+	if err := c.schema.Validate(doc); err != nil {
+		return "does not match the JSON Schema: " + strings.ReplaceAll(err.Error(), "\n", " ")
 	}
 	return ""
 }
