@@ -221,8 +221,11 @@ func compileBytesRule(br *BytesRule, path string, readFile filter.ReadFile) (*ch
 	comp := jsonschema.NewCompiler()
 	comp.UseLoader(noLoader{})
 	// An absolute id: a relative one would be resolved against the process's folder, which
-	// then shows in messages.
-	const id = "urn:kafkalink:record-schema"
+	// then shows in messages. A hierarchical one: against an opaque id (urn:…) a relative $ref
+	// such as "other.json" resolves to the schema itself, a reference cycle that compiles and
+	// then fails every value; against this one it names another document, which noLoader
+	// refuses at build.
+	const id = "kafkalink:///record-schema"
 	if err := comp.AddResource(id, doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
