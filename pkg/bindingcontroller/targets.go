@@ -308,7 +308,7 @@ func (t *targets) deliver(ctx context.Context, c *member.Cluster, key string) er
 	res := copyResult{reachable: !member.Unreachable(err), synced: synced, removed: synced && spec.data == nil}
 	switch {
 	case err != nil:
-		res.message = fmt.Sprintf("member %s: %v", spec.target.Name, err)
+		res.message = fmt.Sprintf("member %s: %s", spec.target.Name, member.Describe(err))
 	case !synced:
 		res.message = fmt.Sprintf("Secret %s/%s exists in member %s and is not this connection's copy; kafkalink does not adopt it", spec.namespace, spec.name, spec.target.Name)
 	case spec.data != nil:

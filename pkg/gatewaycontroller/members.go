@@ -300,7 +300,7 @@ func (m *memberProxies) deliver(ctx context.Context, c *member.Cluster, key stri
 	}
 	res.reachable = !member.Unreachable(err)
 	if err != nil {
-		res.message = fmt.Sprintf("member %s: %v", c.Ref().Secret, err)
+		res.message = fmt.Sprintf("member %s: %s", c.Ref().Secret, member.Describe(err))
 	}
 	m.record(key, res)
 	switch {

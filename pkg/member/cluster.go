@@ -3,13 +3,15 @@ package member
 import (
 	"context"
 	"errors"
-	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -17,8 +19,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-
-	"github.com/kafkalink/kafkalink/pkg/controller"
 )
 
 // Cluster is one member cluster in use: its client, informers and queue.
@@ -86,7 +86,7 @@ func (c *Cluster) next(ctx context.Context) bool {
 func (c *Cluster) handle(ctx context.Context, item string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
+			err = ownf("panic: %v", p)
 		}
 	}()
 	return c.cfg.Handle(ctx, c, item)
@@ -97,7 +97,7 @@ func (c *Cluster) record(err error) {
 	defer c.mu.Unlock()
 	c.last = Health{Known: true, Reachable: !Unreachable(err)}
 	if err != nil {
-		c.last.Err = err.Error()
+		c.last.Err = Describe(err)
 	}
 }
 
@@ -127,21 +127,24 @@ func (c *Cluster) Client(ctx context.Context) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ServerAllowed(c.cfg.AllowedServers, kc.cfg.Host) {
-		return nil, fmt.Errorf("member %s: the API server %s is %w", c.ref, kc.cfg.Host, ErrServerNotAllowed)
+	origin, err := checkServerURL(kc.cfg.Host)
+	if err != nil {
+		return nil, ownf("member %s: %w", c.ref, err)
 	}
+	if !ServerAllowed(c.cfg.AllowedServers, origin) {
+		return nil, ownf("member %s: the API server %s is %w", c.ref, origin, ErrServerNotAllowed)
+	}
+	// Exactly the origin checked, with its scheme: client-go would pick http for a host without
+	// one when the kubeconfig has no CA.
+	kc.cfg.Host = origin
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client != nil && c.digest == kc.digest {
 		return c.client, nil
 	}
-	client, err := controller.NewKubeClient(kc.cfg)
+	client, dyn, err := newClients(kc.cfg)
 	if err != nil {
-		return nil, fmt.Errorf("member %s: %w", c.ref, err)
-	}
-	dyn, err := dynamic.NewForConfig(kc.cfg)
-	if err != nil {
-		return nil, fmt.Errorf("member %s: %w", c.ref, err)
+		return nil, ownf("member %s: %w", c.ref, err)
 	}
 	if c.stopClient != nil {
 		c.stopClient()
@@ -150,6 +153,49 @@ func (c *Cluster) Client(ctx context.Context) (kubernetes.Interface, error) {
 	c.clientCtx, c.stopClient = context.WithCancel(c.ctx)
 	c.namespaces = map[string]*namespaceCache{}
 	return client, nil
+}
+
+// newClients are a member's typed client (protobuf for built-in kinds, as
+// controller.NewKubeClient) and dynamic client, sharing one HTTP client that follows no redirect:
+// client-go's own would follow one to wherever the member's server points, out of
+// --allowed-member-servers, and read that answer as the member's.
+func newClients(cfg *rest.Config) (kubernetes.Interface, dynamic.Interface, error) {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	httpClient.Transport = noRedirects{httpClient.Transport}
+	httpClient.CheckRedirect = func(*http.Request, []*http.Request) error { return ErrRedirect } // never called: noRedirects
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = runtime.ContentTypeProtobuf
+	pb.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	client, err := kubernetes.NewForConfigAndClient(pb, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, dyn, nil
+}
+
+// noRedirects turns a redirect into ErrRedirect before the HTTP client sees it: no request
+// follows, and client-go gets no response whose body it would read.
+type noRedirects struct{ next http.RoundTripper }
+
+func (t noRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096)) // lets the connection be reused
+		_ = resp.Body.Close()
+		return nil, ErrRedirect
+	}
+	return resp, nil
 }
 
 // Dynamic is the member's dynamic client, for objects of any kind, from the same kubeconfig as

@@ -10,6 +10,11 @@
 //
 // Kubeconfigs are credentials: they are read from the API server when needed (never cached by an
 // informer), never logged, and never put in an error message.
+//
+// A member API server is reached at scheme://host:port and nowhere else: its URL may have no
+// path, user information, query or fragment, it must be in Config.AllowedServers, and member
+// clients follow no HTTP redirect. What a member server answers is not quoted in status: Describe
+// gives an error's class (unreachable, TLS error, forbidden, unauthorized, not found, HTTP <code>).
 package member
 
 import (
@@ -42,12 +47,13 @@ type Ref struct {
 	Namespace, Secret, ClusterURL string
 }
 
-// String names the member in logs and status; it holds no credentials.
+// String names the member in logs and status; it holds no credentials: of the URL, only its
+// scheme://host:port.
 func (r Ref) String() string {
 	if r.ClusterURL == "" {
 		return r.Namespace + "/" + r.Secret
 	}
-	return r.Namespace + "/" + r.Secret + " (" + r.ClusterURL + ")"
+	return r.Namespace + "/" + r.Secret + " (" + displayOrigin(r.ClusterURL) + ")"
 }
 
 // Handler does one item of a member's queue; an error retries it with backoff.
@@ -75,6 +81,49 @@ type Config struct {
 // ErrServerNotAllowed is a member whose API server is not in Config.AllowedServers: the operator
 // sends it nothing, so it counts as unreachable.
 var ErrServerNotAllowed = errors.New("not one the operator may reach; an administrator allows it with the operator's --allowed-member-servers")
+
+// ErrServerURL is a member API server URL that is more than scheme://host[:port][/]: the operator
+// sends it nothing, so it counts as unreachable.
+var ErrServerURL = errors.New("a member API server URL must be scheme://host[:port] with no path, user information, query or fragment")
+
+// ErrRedirect is a member API server that answered with an HTTP redirect: member clients follow
+// none, since the redirect's target was never allowed.
+var ErrRedirect = errors.New("answered with an HTTP redirect, which member clients do not follow")
+
+// checkServerURL is scheme://host:port of a member API server URL (https when there is no scheme,
+// as serverOrigin), or an error saying what else the URL holds, quoting only its origin.
+func checkServerURL(server string) (string, error) {
+	origin, ok := serverOrigin(server)
+	if !ok {
+		return "", fmt.Errorf("the API server URL is not an http or https URL with a host: %w", ErrServerURL)
+	}
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	u, _ := url.Parse(server) // serverOrigin parsed it
+	var problem string
+	switch {
+	case u.User != nil:
+		problem = "holds user information"
+	case u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawPath != "":
+		problem = "has a path"
+	case u.RawQuery != "" || u.ForceQuery:
+		problem = "has a query"
+	case u.Fragment != "" || strings.Contains(server, "#"):
+		problem = "has a fragment"
+	default:
+		return origin, nil
+	}
+	return "", fmt.Errorf("the API server URL for %s %s: %w", origin, problem, ErrServerURL)
+}
+
+// displayOrigin is a URL as messages show it: scheme://host:port only.
+func displayOrigin(server string) string {
+	if o, ok := serverOrigin(server); ok {
+		return o
+	}
+	return "(a URL that does not parse)"
+}
 
 // ServerAllowed reports whether a member API server URL is one of allowed: equal to one of them
 // once both are reduced to scheme://host:port, or allowed holds "*". Nothing is allowed when
@@ -213,8 +262,10 @@ func Unreachable(err error) bool {
 	var ne net.Error
 	var se *apierrors.StatusError
 	switch {
-	case errors.Is(err, ErrServerNotAllowed):
+	case errors.Is(err, ErrServerNotAllowed), errors.Is(err, ErrServerURL):
 		return true
+	case errors.Is(err, ErrRedirect):
+		return false // it answered
 	case errors.As(err, &se):
 		// The server answered; 503 and 504 come from a proxy or an overloaded server.
 		code := se.ErrStatus.Code
@@ -230,19 +281,19 @@ func Unreachable(err error) bool {
 func restConfigFrom(s *corev1.Secret, clusterURL string, timeout time.Duration) (*kubernetesConfig, error) {
 	raw := s.Data[KubeconfigKey]
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("Secret %s/%s has no key %s", s.Namespace, s.Name, KubeconfigKey)
+		return nil, ownf("Secret %s/%s has no key %s", s.Namespace, s.Name, KubeconfigKey)
 	}
 	loaded, err := clientcmd.Load(raw)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s key %s is not a kubeconfig", s.Namespace, s.Name, KubeconfigKey)
+		return nil, ownf("Secret %s/%s key %s is not a kubeconfig", s.Namespace, s.Name, KubeconfigKey)
 	}
 	if field := outsideReference(loaded); field != "" {
-		return nil, fmt.Errorf("Secret %s/%s key %s sets %s: a member kubeconfig must hold its credentials and CA inline (token or client certificate data)",
+		return nil, ownf("Secret %s/%s key %s sets %s: a member kubeconfig must hold its credentials and CA inline (token or client certificate data)",
 			s.Namespace, s.Name, KubeconfigKey, field)
 	}
 	cfg, err := clientcmd.NewDefaultClientConfig(*loaded, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s key %s has no usable context: %s", s.Namespace, s.Name, KubeconfigKey, redact(err))
+		return nil, ownf("Secret %s/%s key %s has no usable context: %s", s.Namespace, s.Name, KubeconfigKey, redact(err))
 	}
 	if clusterURL != "" {
 		cfg.Host = clusterURL
@@ -293,8 +344,12 @@ func redact(err error) string {
 // readKubeconfig reads a member's kubeconfig Secret from the central cluster.
 func readKubeconfig(ctx context.Context, central kubernetes.Interface, ref Ref) (*corev1.Secret, error) {
 	s, err := central.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Secret, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("kubeconfig Secret %s/%s does not exist", ref.Namespace, ref.Secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, ownf("kubeconfig Secret %s/%s does not exist", ref.Namespace, ref.Secret)
+	case err != nil:
+		// The central API server's answer: the operator's own, so quoted.
+		return nil, ownf("reading kubeconfig Secret %s/%s: %w", ref.Namespace, ref.Secret, err)
 	}
-	return s, err
+	return s, nil
 }
