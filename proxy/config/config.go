@@ -60,6 +60,23 @@ const (
 	// DefaultWriteTimeout bounds one write to a client or broker that does not read.
 	DefaultWriteTimeout   = 30 * time.Second
 	DefaultManagementPort = 9190
+	// DefaultMaxFilteredFrameBytes is the largest frame a filtered virtual cluster decodes:
+	// filters hold a decoded copy and a re-encoded copy, so their frames are kept far below the
+	// byte path's. Kafka's producers default to 1 MiB requests (max.request.size).
+	DefaultMaxFilteredFrameBytes = 16 * 1024 * 1024
+	// DefaultMaxBatchBytes is the largest record batch a filter decompresses: a few times
+	// Kafka's message.max.bytes (1 MiB), which bounds a batch as the broker stores it.
+	DefaultMaxBatchBytes = 8 * 1024 * 1024
+	// DefaultDecompressionRatio is how many times its compressed size a request's or a
+	// response's records may take once decompressed (beyond a floor of DecompressionFloor):
+	// zstd reaches 10 to 20 on JSON and logs, a compression bomb thousands.
+	DefaultDecompressionRatio = 64
+	// DecompressionFloor is what any request or response may decompress to whatever its size,
+	// so a small request of very repetitive records still passes.
+	DecompressionFloor = 1024 * 1024
+	// DefaultFilterMemoryBytes is the process-wide budget of filter buffers (decompressed
+	// records, re-encoded batches), shared by every connection.
+	DefaultFilterMemoryBytes = 256 * 1024 * 1024
 )
 
 // Option keys accepted in Listener.Options and UpstreamTLS.Options. Values are comma-separated
@@ -222,6 +239,18 @@ type Limits struct {
 	// WriteTimeout closes a connection when one write to the client or to the broker does not
 	// complete within it (a peer that stopped reading), default 30s.
 	WriteTimeout Duration `json:"writeTimeout,omitempty"`
+	// MaxFilteredFrameBytes is the largest frame a filter decodes or re-encodes, in either
+	// direction, default 16 MiB; at most MaxFrameBytes. A larger request of a key a filter
+	// wants closes the connection; a larger re-encoded Produce is refused (MESSAGE_TOO_LARGE).
+	MaxFilteredFrameBytes int32 `json:"maxFilteredFrameBytes,omitempty"`
+	// MaxBatchBytes is the largest record batch a filter decompresses, default 8 MiB.
+	MaxBatchBytes int32 `json:"maxBatchBytes,omitempty"`
+	// DecompressionRatio bounds the decompressed records of one request or response to this
+	// many times the frame's size (at least 1 MiB, at most MaxFilteredFrameBytes), default 64.
+	DecompressionRatio int32 `json:"decompressionRatio,omitempty"`
+	// FilterMemoryBytes is the process-wide budget of filter buffers, default 256 MiB: a
+	// request that cannot get its share within a moment is refused with a retriable error.
+	FilterMemoryBytes int64 `json:"filterMemoryBytes,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s", "10m").
@@ -333,6 +362,18 @@ func (c *Config) Default() {
 	}
 	if l.WriteTimeout.Duration == 0 {
 		l.WriteTimeout.Duration = DefaultWriteTimeout
+	}
+	if l.MaxFilteredFrameBytes == 0 {
+		l.MaxFilteredFrameBytes = min(DefaultMaxFilteredFrameBytes, l.MaxFrameBytes)
+	}
+	if l.MaxBatchBytes == 0 {
+		l.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if l.DecompressionRatio == 0 {
+		l.DecompressionRatio = DefaultDecompressionRatio
+	}
+	if l.FilterMemoryBytes == 0 {
+		l.FilterMemoryBytes = DefaultFilterMemoryBytes
 	}
 	if c.Management.Port == 0 {
 		c.Management.Port = DefaultManagementPort

@@ -160,6 +160,18 @@ func (c *Config) Validate() error {
 	if lim.MaxFrameBytes < 1024 {
 		errs.add("limits.maxFrameBytes", "must be at least 1024")
 	}
+	if lim.MaxFilteredFrameBytes < 1024 || lim.MaxFilteredFrameBytes > lim.MaxFrameBytes {
+		errs.add("limits.maxFilteredFrameBytes", "must be at least 1024 and at most maxFrameBytes (%d)", lim.MaxFrameBytes)
+	}
+	if lim.MaxBatchBytes < 1024 {
+		errs.add("limits.maxBatchBytes", "must be at least 1024")
+	}
+	if lim.DecompressionRatio < 1 {
+		errs.add("limits.decompressionRatio", "must be at least 1")
+	}
+	if lim.FilterMemoryBytes < int64(lim.MaxBatchBytes) {
+		errs.add("limits.filterMemoryBytes", "must be at least maxBatchBytes (%d)", lim.MaxBatchBytes)
+	}
 	if lim.MaxConnections < 1 {
 		errs.add("limits.maxConnections", "must be positive")
 	}

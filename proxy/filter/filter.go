@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
 // Filter is one filter instance of a virtual cluster.
@@ -85,11 +88,19 @@ type Exchange struct {
 	Key, Version  int16
 	CorrelationID int32
 	ClientID      *string
-	Request       kmsg.Request
+	// Request is the decoded request. On the response side it is an empty request of the same
+	// key and version: the decoded request (records included) is not kept while the broker
+	// answers, so what a filter needs of it then it keeps with Set.
+	Request kmsg.Request
 	// Response is set for OnResponse.
 	Response kmsg.Response
-	answer   kmsg.Response
-	state    map[Filter]any
+	// Allowance is this request's, or on the response side this response's, share of the
+	// filters' memory: records are decoded with records.DecodeWithin(raw, x.Allowance).
+	Allowance *Allowance
+	// Conn is the client connection the request came on.
+	Conn   *Conn
+	answer kmsg.Response
+	state  map[Filter]any
 }
 
 // Answer makes resp the response to the request, which is then not forwarded.
@@ -109,17 +120,29 @@ func (x *Exchange) Set(f Filter, v any) {
 // Get returns what f kept with Set, or nil.
 func (x *Exchange) Get(f Filter) any { return x.state[f] }
 
-// Chain is a virtual cluster's filters in route order; it implements the relay's kafka.Filters.
+// Chain is a virtual cluster's filters in route order. Each client connection sees it through a
+// Conn, the relay's kafka.Filters.
 type Chain struct {
 	ctx     context.Context
 	filters []Filter
 	wants   map[int16][]Filter
+	lim     Limits
 }
 
-// NewChain builds a virtual cluster's filters; any unknown type or bad config is an error naming
-// the filter, and the virtual cluster must then not be served.
+// defaultBudget is the budget of chains built without WithLimits (tests, the operator's checks).
+var defaultBudget = NewBudget(config.DefaultFilterMemoryBytes)
+
+// DefaultLimits are the limits of a configuration that sets none.
+func DefaultLimits() Limits {
+	c := config.Config{}
+	c.Default()
+	return LimitsFrom(c.Limits, defaultBudget)
+}
+
+// NewChain builds a virtual cluster's filters, with DefaultLimits; any unknown type or bad
+// config is an error naming the filter, and the virtual cluster must then not be served.
 func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
-	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}}
+	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: DefaultLimits()}
 	for _, fc := range filters {
 		registryMu.RLock()
 		factory := registry[fc.Type].factory
@@ -139,17 +162,62 @@ func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
 	return c, nil
 }
 
+// WithLimits sets the chain's limits (the configuration's, and the process's budget).
+func (c *Chain) WithLimits(lim Limits) *Chain {
+	c.lim = lim
+	return c
+}
+
+// Conn is one client connection's view of a chain, and what filters keep per connection.
+type Conn struct {
+	*Chain
+	mu    sync.Mutex
+	state map[Filter]any
+}
+
+// ForConnection is the chain as one connection's relay uses it.
+func (c *Chain) ForConnection() *Conn { return &Conn{Chain: c} }
+
+// State returns what f keeps for this connection, made by make the first time.
+func (c *Conn) State(f Filter, make func() any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.state[f]
+	if !ok {
+		if c.state == nil {
+			c.state = map[Filter]any{}
+		}
+		v = make()
+		c.state[f] = v
+	}
+	return v
+}
+
+// Request is Conn.Request on a connection of its own, for one-off use (tests, benchmarks).
+func (c *Chain) Request(frame []byte) (forward, answer []byte, state any, err error) {
+	return c.ForConnection().Request(frame)
+}
+
+// Response is Conn.Response on a connection of its own, for one-off use.
+func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, error) {
+	return c.ForConnection().Response(key, version, frame, state)
+}
+
 // Wants reports whether some filter sees requests of key, or the chain itself: it sees
 // ApiVersions to keep clients on the Produce and Fetch versions that name topics.
 func (c *Chain) Wants(key int16) bool { return key == keyApiVersions || len(c.wants[key]) > 0 }
 
+// MaxFrame is the largest frame the chain decodes: a larger request of a key it wants closes
+// the connection before it is read.
+func (c *Chain) MaxFrame() int32 { return int32(min(c.lim.MaxFrame, math.MaxInt32)) }
+
 // API keys the chain itself handles, and the last versions of Produce and Fetch that carry topic
 // names: from v13 on they carry topic ids only, and filters' rules are by topic name.
 const (
-	keyProduce            = 0
-	keyFetch              = 1
-	keyApiVersions        = 18
-	keyControlledShutdown = 7
+	keyProduce            = int16(kmsg.Produce)
+	keyFetch              = int16(kmsg.Fetch)
+	keyApiVersions        = int16(kmsg.ApiVersions)
+	keyControlledShutdown = int16(kmsg.ControlledShutdown)
 	lastNamedTopicsVers   = 12
 )
 
@@ -172,11 +240,19 @@ var errMalformed = errors.New("malformed frame for the filters")
 
 // Request decodes a request frame, runs the filters that want it in order, and returns the
 // frame to forward (re-encoded when a filter may have changed it), or the answer frame.
-func (c *Chain) Request(frame []byte) (forward, answer []byte, state any, err error) {
+func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err error) {
 	x, err := decodeRequest(frame)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if (x.Key == keyProduce || x.Key == keyFetch) && x.Version > lastNamedTopicsVers {
+		// Above the versions a filtered virtual cluster advertises: a client that ignored
+		// ApiVersions. Its topics are ids only, which the filters' rules cannot see.
+		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.UnsupportedVersion.Code), 0), nil, nil
+	}
+	x.Conn = c
+	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
+	defer x.Allowance.release()
 	for _, f := range c.wants[x.Key] {
 		if err := f.OnRequest(c.ctx, x); err != nil {
 			return nil, nil, nil, err
@@ -185,21 +261,88 @@ func (c *Chain) Request(frame []byte) (forward, answer []byte, state any, err er
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
 		}
 	}
+	if f, ok := x.Request.(*kmsg.FetchRequest); ok {
+		c.capFetch(f)
+	}
 	var opts []kmsg.RequestFormatterOpt
 	if x.ClientID != nil {
 		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
 	}
 	out := make([]byte, 0, len(frame)+len(frame)/8) // room for what filters add
-	return kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID), nil, x, nil
+	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
+	if len(out) > c.lim.MaxFrame {
+		if x.Key != keyProduce {
+			return nil, nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
+		}
+		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil, nil
+	}
+	x.Request = emptyRequest(x.Key, x.Version) // see Exchange.Request
+	x.Allowance, x.answer = nil, nil
+	return out, nil, x, nil
+}
+
+// capFetch lowers a Fetch's size limits so that its response fits the frames the filters take,
+// with room for what they add: consumers ask for 50 MiB by default. The broker may still send
+// one batch larger than asked, as Kafka does for progress.
+func (c *Conn) capFetch(f *kmsg.FetchRequest) {
+	limit := int32(c.lim.MaxFrame - c.lim.MaxFrame/8)
+	f.MaxBytes = min(f.MaxBytes, limit)
+	for i := range f.Topics {
+		for j := range f.Topics[i].Partitions {
+			p := &f.Topics[i].Partitions[j]
+			p.PartitionMaxBytes = min(p.PartitionMaxBytes, limit)
+		}
+	}
+}
+
+// errTooLarge ends a connection whose filtered frame would exceed the limit, where no error
+// response can say so.
+var errTooLarge = errors.New("filtered frame too large")
+
+func emptyRequest(key, version int16) kmsg.Request {
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	return req
 }
 
 // Response decodes the response frame of a request that went through Request, runs the filters
 // that saw the request in reverse order, and re-encodes it.
-func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, error) {
+func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, error) {
 	x, ok := state.(*Exchange)
 	if !ok {
 		return frame, nil
 	}
+	if len(frame) > c.lim.MaxFrame {
+		return nil, fmt.Errorf("%w: a %s response of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(key), len(frame), c.lim.MaxFrame)
+	}
+	resp, err := decodeResponse(x, key, version, frame)
+	if err != nil {
+		return nil, err
+	}
+	x.Response = resp
+	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
+	defer x.Allowance.release()
+	if key == keyApiVersions {
+		capTopicIDVersions(x)
+	}
+	fs := c.wants[key]
+	for i := len(fs) - 1; i >= 0; i-- {
+		if err := fs[i].OnResponse(c.ctx, x); err != nil {
+			return nil, err
+		}
+	}
+	out := encodeResponse(x.CorrelationID, key, version, resp, len(frame))
+	if len(out) > c.lim.MaxFrame {
+		if !fitFetch(resp, c.lim.MaxFrame) {
+			return nil, fmt.Errorf("%w: the filters made a %s response of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(key), len(out), c.lim.MaxFrame)
+		}
+		out = encodeResponse(x.CorrelationID, key, version, resp, len(frame))
+	}
+	return out, nil
+}
+
+// decodeResponse reads a response frame (size included) of the request x.
+func decodeResponse(x *Exchange, key, version int16, frame []byte) (kmsg.Response, error) {
 	resp := x.Request.ResponseKind()
 	resp.SetVersion(version)
 	if len(frame) < 8 {
@@ -216,20 +359,61 @@ func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, e
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: %s response: %w", errMalformed, kmsg.NameForKey(key), err)
 	}
-	x.Response = resp
-	if key == keyApiVersions {
-		capTopicIDVersions(x)
-	}
-	fs := c.wants[key]
-	for i := len(fs) - 1; i >= 0; i-- {
-		if err := fs[i].OnResponse(c.ctx, x); err != nil {
-			return nil, err
-		}
-	}
-	return encodeResponse(x.CorrelationID, key, version, resp, len(frame)), nil
+	return resp, nil
 }
 
-// decodeRequest reads a whole request frame: header v1 or v2, then the body as kmsg decodes it.
+// fitFetch makes a Fetch response that filters made larger than max fit: the largest
+// partitions' records are dropped, each with MESSAGE_TOO_LARGE, until it does. It reports
+// false for other responses.
+func fitFetch(resp kmsg.Response, limit int) bool {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return false
+	}
+	size := len(f.AppendTo(nil))
+	var parts []*kmsg.FetchResponseTopicPartition
+	for i := range f.Topics {
+		for j := range f.Topics[i].Partitions {
+			parts = append(parts, &f.Topics[i].Partitions[j])
+		}
+	}
+	slices.SortFunc(parts, func(a, b *kmsg.FetchResponseTopicPartition) int { return len(b.RecordBatches) - len(a.RecordBatches) })
+	for _, p := range parts {
+		if size+8 <= limit {
+			break
+		}
+		size -= len(p.RecordBatches)
+		p.RecordBatches, p.ErrorCode = nil, kerr.MessageTooLarge.Code
+	}
+	return true
+}
+
+// errorResponse is a response to req in which everything the request names fails with code:
+// each Produce partition, or a Fetch as a whole.
+func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+	resp := req.ResponseKind()
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		pr := resp.(*kmsg.ProduceResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			pr.Topics = append(pr.Topics, rt)
+		}
+	case *kmsg.FetchRequest:
+		resp.(*kmsg.FetchResponse).ErrorCode = code
+	}
+	return resp
+}
+
+// decodeRequest reads a whole request frame: header v1 or v2, then the body as kmsg decodes it,
+// after the bounded pre-scan (kafka.PrescanRequest) has checked every count and length in it.
 func decodeRequest(frame []byte) (*Exchange, error) {
 	if len(frame) < 14 {
 		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(frame))
@@ -239,6 +423,9 @@ func decodeRequest(frame []byte) (*Exchange, error) {
 	req := kmsg.RequestForKey(x.Key)
 	if req == nil {
 		return nil, fmt.Errorf("%w: unknown API key %d", errMalformed, x.Key)
+	}
+	if x.Version < 0 || x.Version > req.MaxVersion() {
+		return nil, fmt.Errorf("%w: %s v%d is not a version the proxy decodes (up to v%d)", errMalformed, kmsg.NameForKey(x.Key), x.Version, req.MaxVersion())
 	}
 	if x.Key == keyControlledShutdown && x.Version == 0 {
 		// The one request with header v0 (no client id), sent by brokers, not clients.
@@ -261,11 +448,30 @@ func decodeRequest(frame []byte) (*Exchange, error) {
 		}
 		off += n
 	}
-	if err := req.ReadFrom(frame[off:]); err != nil {
-		return nil, fmt.Errorf("%w: %s request: %w", errMalformed, kmsg.NameForKey(x.Key), err)
+	if err := decodeBody(req, x.Key, x.Version, frame[off:]); err != nil {
+		return nil, err
 	}
 	x.Request = req
 	return x, nil
+}
+
+// decodeBody decodes a request body with kmsg, whose tagged-field loops run on after the
+// bytes end (proxy/kafka/decode.go): a key the pre-scanner knows is checked first and decoded
+// inline; any other is decoded within kafka.DecodeBounded's time limit.
+func decodeBody(req kmsg.Request, key, version int16, body []byte) error {
+	read := func(b []byte) error {
+		if err := req.ReadFrom(b); err != nil {
+			return fmt.Errorf("%w: %s request: %w", errMalformed, kmsg.NameForKey(key), err)
+		}
+		return nil
+	}
+	if !kafka.HasPrescanner(key) {
+		return kafka.DecodeBounded(body, read)
+	}
+	if err := kafka.PrescanRequest(key, version, body); err != nil {
+		return fmt.Errorf("%w: %s v%d request: %w", errMalformed, kmsg.NameForKey(key), version, err)
+	}
+	return read(body)
 }
 
 // skipTags returns the length of a tagged-field section.
@@ -291,7 +497,8 @@ func skipTags(b []byte) (int, error) {
 }
 
 // encodeResponse frames a response: size, correlation id, an empty tag section for flexible
-// versions (ApiVersions excepted), then the body.
+// versions (ApiVersions excepted), then the body. Callers check its size against their limit,
+// which is below MaxInt32.
 func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint int) []byte {
 	resp.SetVersion(version)
 	// Sized for the frame it replaces and some growth (encryption adds to each record), so a

@@ -40,6 +40,9 @@ type Filters interface {
 	Request(frame []byte) (forward, answer []byte, state any, err error)
 	// Response filters the response frame of a request that went through Request.
 	Response(key, version int16, frame []byte, state any) ([]byte, error)
+	// MaxFrame is the largest frame (size excluded) the filters take: a larger request of a key
+	// they want closes the connection before it is read.
+	MaxFrame() int32
 }
 
 // Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
@@ -171,8 +174,11 @@ func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, ma
 // as a local response, else the (possibly changed) request is forwarded and its response will go
 // through the filters too. A request without a response (Produce acks=0) gets no answer.
 func filterRequest(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, p Pending, total int64, respond bool, filters Filters) error {
-	frame := make([]byte, total)
-	if _, err := io.ReadFull(src, frame); err != nil {
+	if total-4 > int64(filters.MaxFrame()) {
+		return malformed("%s request of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
+	}
+	frame, err := readFrame(src, total)
+	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return malformed("request cut short")
 		}
@@ -195,6 +201,26 @@ func filterRequest(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending,
 	}
 	_, err = dst.Write(forward)
 	return err
+}
+
+// readFrame reads a whole frame of total bytes into a buffer that grows as the bytes arrive
+// (doubling from 64 KiB), not to the size the peer announced: a client that announces a large
+// frame and sends a few bytes holds a few bytes.
+func readFrame(src io.Reader, total int64) ([]byte, error) {
+	buf := make([]byte, 0, min(total, 64<<10))
+	for int64(len(buf)) < total {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(total, 2*int64(cap(buf))))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := io.ReadFull(src, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -310,8 +336,11 @@ func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, m
 		total := int64(size) + 4
 		mv := mover{src: src, dst: dst, from: in, splice: splice}
 		if p.Filtered && filters != nil {
-			frame := make([]byte, total)
-			if _, err := io.ReadFull(src, frame); err != nil {
+			if total-4 > int64(filters.MaxFrame()) {
+				return malformed("%s response of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
+			}
+			frame, err := readFrame(src, total)
+			if err != nil {
 				return err
 			}
 			if frame, err = filters.Response(p.Key, p.Version, frame, p.State); err != nil {

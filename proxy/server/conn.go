@@ -276,6 +276,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		port = func(id int32) int32 { return l.PortPerBroker.FirstBrokerPort + id }
 	}
 	pending := make(chan kafka.Pending, maxPending)
+	filters := connectionFilters(route)
 	reqDone := make(chan error, 1)
 	wt := lim.WriteTimeout.Duration
 	go func() {
@@ -288,7 +289,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		}()
 		client := &prefixReader{prefix: first, r: cc}
 		splice := splicer(pc.client, pc.upstream, wt, cc.in, func() bool { return len(client.prefix) == 0 })
-		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, route.filters, splice)
+		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, filters, splice)
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -310,7 +311,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, route.filters,
+			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, filters,
 			splicer(pc.upstream, pc.client, wt, cc.out, nil))
 	}()
 	pc.closeNow()

@@ -28,7 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
-	"github.com/kafkalink/kafkalink/proxy/kafka"
+	"github.com/kafkalink/kafkalink/proxy/filter"
 )
 
 // PathRemap rewrites a path prefix in the loaded configuration (--remap-path FROM=TO).
@@ -81,6 +81,11 @@ type Server struct {
 
 	ticketSecret [32]byte
 
+	// budget is the filters' process-wide memory budget, of budgetSize bytes (filterBudget).
+	budgetMu   sync.Mutex
+	budget     *filter.Budget
+	budgetSize int64
+
 	connCount  atomic.Int32
 	sources    sourceCounts
 	handshakes tokenBucket
@@ -118,7 +123,7 @@ type vcRoute struct {
 	upstreamTLS *tls.Config
 	// filters is the virtual cluster's filter chain; nil without filters, so its connections
 	// keep the byte-copying path.
-	filters kafka.Filters
+	filters *filter.Chain
 }
 
 // route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host, in time
@@ -429,7 +434,7 @@ func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
 	}
 	upTLS := map[string]*tls.Config{}
 	for _, vc := range cfg.VirtualClusters {
-		chain, err := s.filterChain(ctx, vc)
+		chain, err := s.filterChain(ctx, vc, cfg.Limits)
 		if err != nil {
 			// Fail closed: traffic the user asked to filter is never served unfiltered.
 			logger.Error(err, "Refusing to serve virtual cluster: a filter cannot start", "virtualCluster", vc.Name)

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
@@ -71,14 +72,20 @@ const (
 )
 
 // Kafka error codes the filter answers with.
+var (
+	errCorruptMessage  = kerr.CorruptMessage.Code              // records that are not whole record batches
+	errMessageTooLarge = kerr.MessageTooLarge.Code             // records over the filters' memory limits
+	errRequestTimedOut = kerr.RequestTimedOut.Code             // retriable: the KMS or the proxy's memory is busy
+	errInvalidTopic    = kerr.InvalidTopicException.Code       // a name that is no legal topic name
+	errUnsupportedFmt  = kerr.UnsupportedForMessageFormat.Code // message format v0/v1 batches: not encrypted, not written
+	errPolicyViolation = kerr.PolicyViolation.Code             // a topic without a KEK under REJECT
+	errKafkaStorageErr = kerr.KafkaStorageError.Code           // retriable, on fetch: a DEK cannot be unwrapped now
+	errInvalidRecord   = kerr.InvalidRecord.Code               // a control batch from a client
+)
+
 const (
-	errCorruptMessage  int16 = 2  // records that are not whole record batches
-	errRequestTimedOut int16 = 7  // retriable: the KMS is unavailable
-	errUnsupportedFmt  int16 = 43 // message format v0/v1 batches: not encrypted, not written
-	errPolicyViolation int16 = 44 // a topic without a KEK under REJECT
-	errKafkaStorageErr int16 = 56 // retriable, on fetch: a DEK cannot be unwrapped now
-	policyPassthrough        = "PASSTHROUGH_UNENCRYPTED"
-	policyReject             = "REJECT"
+	policyPassthrough = "PASSTHROUGH_UNENCRYPTED"
+	policyReject      = "REJECT"
 )
 
 type encryptor struct {
@@ -86,10 +93,11 @@ type encryptor struct {
 	template string
 	reject   bool
 
+	guard   *kmsGuard
 	mu      sync.Mutex
-	deks    map[string]*dekState // by KEK id
-	kekSeen map[string]kekEntry
-	opened  map[string]cipher.AEAD // by wrapped DEK
+	deks    map[string]*dekState // by KEK id; only KEKs that exist
+	kekSeen *lru[bool]           // by KEK id: whether it exists, for kekCacheTTL
+	opened  *lru[cipher.AEAD]    // by KEK id and wrapped DEK
 }
 
 type dekState struct {
@@ -97,11 +105,6 @@ type dekState struct {
 	edek    []byte
 	uses    int
 	created time.Time
-}
-
-type kekEntry struct {
-	exists bool
-	until  time.Time
 }
 
 // New builds the filter from its configuration.
@@ -119,7 +122,7 @@ func build(raw json.RawMessage, readFile filter.ReadFile) (*encryptor, error) {
 	if err := strictJSON(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	e := &encryptor{deks: map[string]*dekState{}, kekSeen: map[string]kekEntry{}, opened: map[string]cipher.AEAD{}}
+	e := &encryptor{guard: newKMSGuard(), deks: map[string]*dekState{}, kekSeen: newLRU[bool](maxKEKCache, kekCacheTTL), opened: newLRU[cipher.AEAD](maxDecryptCache, 0)}
 	switch cfg.KMS {
 	case KMSSecret:
 		var kc struct {
@@ -174,13 +177,13 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	if !ok {
 		return nil
 	}
-	jobs := e.produceJobs(ctx, req)
+	jobs := e.produceJobs(ctx, req, e.lookupsFor(x))
 	eachParallel(len(jobs), worthParallel(jobs, func(j produceJob) int { return len(j.p.Records) }), func(i int) {
 		j := &jobs[i]
 		if j.exists && j.code == 0 {
-			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records)
+			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x.Allowance)
 			if err != nil {
-				j.code, j.msg = produceErrorCode(err), fmt.Sprintf("RecordEncryption: %v", err)
+				j.code, j.msg = produceError(err)
 				return
 			}
 			j.p.Records = enc
@@ -230,18 +233,28 @@ type produceJob struct {
 	msg          string
 }
 
-// produceJobs resolves each topic's KEK (once per topic) and lists the partitions.
-func (e *encryptor) produceJobs(ctx context.Context, req *kmsg.ProduceRequest) []produceJob {
+// produceJobs resolves each topic's KEK (once per topic) and lists the partitions. A topic
+// whose name is not a legal topic name (empty, as Produce v13's topic ids leave it, or with
+// characters Kafka refuses) is refused before any KMS call: its name would become a KEK id.
+func (e *encryptor) produceJobs(ctx context.Context, req *kmsg.ProduceRequest, l *lookups) []produceJob {
 	var jobs []produceJob
 	for ti := range req.Topics {
 		t := &req.Topics[ti]
-		kekID := strings.ReplaceAll(e.template, topicPlaceholder, t.Topic)
-		exists, err := e.kekExists(ctx, kekID)
+		kekID := e.kekID(t.Topic)
+		var exists bool
+		var err error
+		if legalTopic(t.Topic) {
+			exists, err = e.kekExists(ctx, kekID, l)
+		}
 		for pi := range t.Partitions {
 			j := produceJob{topic: t.Topic, kekID: kekID, exists: exists, p: &t.Partitions[pi]}
 			switch {
+			case !legalTopic(t.Topic):
+				j.code, j.msg = errInvalidTopic, "RecordEncryption: the topic name is not a legal Kafka topic name"
+			case errors.Is(err, errThrottled):
+				j.code, j.msg = errRequestTimedOut, "RecordEncryption: too many distinct topics to look up keys for at once; retry"
 			case err != nil:
-				j.code, j.msg = errRequestTimedOut, fmt.Sprintf("RecordEncryption: the KMS cannot say whether KEK %s exists now: %v", kekID, err)
+				j.code, j.msg = errRequestTimedOut, "RecordEncryption: the KMS is unavailable; retry"
 			case !exists && e.reject:
 				j.code, j.msg = errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", t.Topic, kekID)
 			}
@@ -249,6 +262,20 @@ func (e *encryptor) produceJobs(ctx context.Context, req *kmsg.ProduceRequest) [
 		}
 	}
 	return jobs
+}
+
+// kekID is the id of a topic's KEK, by the selector's template.
+func (e *encryptor) kekID(topic string) string {
+	return strings.ReplaceAll(e.template, topicPlaceholder, topic)
+}
+
+// lookupsFor is the look-up count of one request or response, with its connection's quota.
+func (e *encryptor) lookupsFor(x *filter.Exchange) *lookups {
+	l := &lookups{}
+	if x.Conn != nil {
+		l.conn = x.Conn.State(e, func() any { return &connQuota{} }).(*connQuota)
+	}
+	return l
 }
 
 // OnResponse adds refused Produce partitions, and decrypts Fetch responses.
@@ -264,14 +291,18 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 			p     *kmsg.FetchResponseTopicPartition
 		}
 		var jobs []fetchJob
+		l := e.lookupsFor(x)
 		for i := range resp.Topics {
+			if !e.mayHoldEncrypted(ctx, resp.Topics[i].Topic, l) {
+				continue // passed on as the broker sent it, not decompressed
+			}
 			for j := range resp.Topics[i].Partitions {
 				jobs = append(jobs, fetchJob{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
 			}
 		}
 		eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
 			p := jobs[i].p
-			dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches)
+			dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches, x.Allowance, l)
 			if err != nil {
 				// Never hand out ciphertext as if it were the record: the consumer retries.
 				p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
@@ -281,6 +312,17 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 		})
 	}
 	return nil
+}
+
+// mayHoldEncrypted reports whether a fetched topic's records must be decoded to look for
+// encrypted ones: not when its KEK does not exist, as the filter then never encrypted for it.
+// When that cannot be known now (KMS down, look-ups spent), they are decoded.
+func (e *encryptor) mayHoldEncrypted(ctx context.Context, topic string, l *lookups) bool {
+	if !legalTopic(topic) {
+		return true
+	}
+	exists, err := e.kekExists(ctx, e.kekID(topic), l)
+	return exists || err != nil
 }
 
 // parallelFrom is the size of a request or response from which its partitions are encrypted or
@@ -326,36 +368,46 @@ func eachParallel(n int, parallel bool, f func(i int)) {
 	}
 }
 
-// produceErrorCode is the error a producer gets for a partition the filter could not encrypt:
-// records it cannot read are not retried, a KMS that cannot answer is.
-func produceErrorCode(err error) int16 {
+// produceError is the error a producer gets for a partition the filter could not encrypt:
+// records it cannot read or that are too large are not retried; a KMS that cannot answer, or
+// memory in use by other requests, is. The message is fixed: the KMS's own words are logged,
+// never sent to a client.
+func produceError(err error) (int16, string) {
 	switch {
+	case errors.Is(err, records.ErrTooLarge):
+		return errMessageTooLarge, "RecordEncryption: the records are too large once decompressed (limits.maxBatchBytes, limits.decompressionRatio)"
+	case errors.Is(err, filter.ErrBusy):
+		return errRequestTimedOut, "RecordEncryption: the proxy's filter memory is in use; retry"
 	case errors.Is(err, records.ErrUnsupported):
-		return errUnsupportedFmt
+		return errUnsupportedFmt, "RecordEncryption: only message format v2 record batches are encrypted"
+	case errors.Is(err, errControlBatch):
+		return errInvalidRecord, "RecordEncryption: clients may not write control batches"
 	case errors.Is(err, records.ErrMalformed):
-		return errCorruptMessage
+		return errCorruptMessage, "RecordEncryption: the records are not whole, valid record batches"
 	default:
-		return errRequestTimedOut
+		return errRequestTimedOut, "RecordEncryption: the KMS is unavailable; retry"
 	}
 }
 
-func (e *encryptor) kekExists(ctx context.Context, kekID string) (bool, error) {
-	e.mu.Lock()
-	c, ok := e.kekSeen[kekID]
-	e.mu.Unlock()
-	if ok && time.Now().Before(c.until) {
-		return c.exists, nil
+// errControlBatch is a Produce batch with the control bit set: only brokers write transaction
+// markers, and a control batch's records would pass unencrypted.
+var errControlBatch = errors.New("a control batch from a client")
+
+// kekExists asks the KMS whether a KEK exists, remembering answers, negative ones too, for
+// kekCacheTTL; an uncached look-up counts against l.
+func (e *encryptor) kekExists(ctx context.Context, kekID string, l *lookups) (bool, error) {
+	if exists, ok := e.kekSeen.get(kekID); ok {
+		return exists, nil
 	}
-	exists, err := e.kms.Exists(ctx, kekID)
+	if !l.take(true) {
+		return false, errThrottled
+	}
+	var exists bool
+	err := e.guard.call(ctx, "exists", kekID, func() (err error) { exists, err = e.kms.Exists(ctx, kekID); return err })
 	if err != nil {
 		return false, err
 	}
-	e.mu.Lock()
-	if len(e.kekSeen) >= maxKEKCache {
-		clear(e.kekSeen) // a client naming many topics costs KMS calls, not memory
-	}
-	e.kekSeen[kekID] = kekEntry{exists: exists, until: time.Now().Add(kekCacheTTL)}
-	e.mu.Unlock()
+	e.kekSeen.put(kekID, exists)
 	return exists, nil
 }
 
@@ -369,7 +421,8 @@ func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, er
 		return d, nil
 	}
 	e.mu.Unlock()
-	key, edek, err := e.kms.GenerateDEK(ctx, kekID)
+	var key, edek []byte
+	err := e.guard.call(ctx, "generate DEK", kekID, func() (err error) { key, edek, err = e.kms.GenerateDEK(ctx, kekID); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -384,20 +437,19 @@ func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, er
 	return d, nil
 }
 
-func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte) ([]byte, error) {
+func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, a records.Allowance) ([]byte, error) {
 	batches, rest, err := records.Split(raw)
 	if err != nil || len(rest) > 0 {
 		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
 	var out []byte
 	for _, b := range batches {
-		batch, err := records.Decode(b)
+		batch, err := records.DecodeWithin(b, a)
 		if err != nil {
 			return nil, err
 		}
-		if batch.Header.Attributes&0x20 != 0 { // a control batch: transaction markers carry no values
-			out = append(out, b...)
-			continue
+		if batch.Header.Attributes&0x20 != 0 {
+			return nil, errControlBatch
 		}
 		d, err := e.dek(ctx, kekID, len(batch.Records))
 		if err != nil {
@@ -410,7 +462,7 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 	return out, nil
 }
 
-func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []byte) ([]byte, error) {
+func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []byte, a records.Allowance, l *lookups) ([]byte, error) {
 	batches, rest, err := records.Split(raw)
 	if err != nil {
 		return nil, err
@@ -418,14 +470,18 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 	out := make([]byte, 0, len(raw))
 	changed := false
 	for _, b := range batches {
-		batch, err := records.Decode(b)
+		batch, err := records.DecodeWithin(b, a)
+		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
+			// It may hold encrypted records: never pass it on unread. The consumer retries.
+			return nil, err
+		}
 		if err != nil || !anyEncrypted(batch) {
 			out = append(out, b...) // not ours to change: passed on as the broker sent it
 			continue
 		}
 		changed = true
 		for i := range batch.Records {
-			if err := e.decryptRecord(ctx, &batch.Records[i], topic); err != nil {
+			if err := e.decryptRecord(ctx, &batch.Records[i], topic, l); err != nil {
 				return nil, err
 			}
 		}
@@ -460,6 +516,7 @@ func encryptedHeader(r kmsg.Record) int {
 }
 
 // aad binds a value's ciphertext to its topic, so it cannot be moved to another topic unnoticed.
+// It does not bind the record's key or position: docs/record-encryption.md says why.
 func aad(topic string) []byte { return []byte("kafkalink.io/encryption/v1\x00" + topic) }
 
 // sealer writes the encrypted values of one batch's records under one DEK
@@ -510,7 +567,7 @@ func (s *sealer) rewrite() *records.Rewrite {
 // errMalformedValue marks an encrypted value that is not in the format.
 var errMalformedValue = errors.New("encrypted value not in the record encryption format")
 
-func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string) error {
+func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups) error {
 	hi := encryptedHeader(*r)
 	if hi < 0 || r.Value == nil {
 		return nil
@@ -531,10 +588,10 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	}
 	kekID, ok1 := field()
 	edek, ok2 := field()
-	if !ok1 || !ok2 || len(v) < 12 {
+	if !ok1 || !ok2 || len(v) < 12 || !legalKEKID(string(kekID)) {
 		return errMalformedValue
 	}
-	aead, err := e.openDEK(ctx, string(kekID), edek)
+	aead, err := e.openDEK(ctx, string(kekID), edek, l)
 	if err != nil {
 		return err
 	}
@@ -552,26 +609,26 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	return nil
 }
 
-// openDEK unwraps a DEK, from the cache when it was seen before.
-func (e *encryptor) openDEK(ctx context.Context, kekID string, edek []byte) (cipher.AEAD, error) {
-	e.mu.Lock()
-	aead := e.opened[string(edek)]
-	e.mu.Unlock()
-	if aead != nil {
+// openDEK unwraps a DEK, from the cache when this KEK id and wrapped DEK were seen before (the
+// KEK id is part of the cache key: a record naming another KEK is unwrapped under that KEK, not
+// served a DEK cached for the first). An uncached unwrap counts against l.
+func (e *encryptor) openDEK(ctx context.Context, kekID string, edek []byte, l *lookups) (cipher.AEAD, error) {
+	cacheKey := kekID + "\x00" + string(edek)
+	if aead, ok := e.opened.get(cacheKey); ok {
 		return aead, nil
 	}
-	key, err := e.kms.DecryptDEK(ctx, kekID, edek)
+	if !l.take(false) {
+		return nil, errThrottled
+	}
+	var key []byte
+	err := e.guard.call(ctx, "decrypt DEK", kekID, func() (err error) { key, err = e.kms.DecryptDEK(ctx, kekID, edek); return err })
 	if err != nil {
 		return nil, err
 	}
-	if aead, err = newGCM(key); err != nil {
+	aead, err := newGCM(key)
+	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	if len(e.opened) >= maxDecryptCache {
-		clear(e.opened) // bounded; DEKs are few and reused, so refills are rare
-	}
-	e.opened[string(edek)] = aead
-	e.mu.Unlock()
+	e.opened.put(cacheKey, aead)
 	return aead, nil
 }

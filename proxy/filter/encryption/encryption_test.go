@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/time/rate"
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	"github.com/kafkalink/kafkalink/proxy/filter/records"
@@ -202,12 +203,13 @@ func TestDEKReuseIsBounded(t *testing.T) {
 // memory without bound.
 func TestKEKCacheIsBounded(t *testing.T) {
 	e, _ := newTestFilter(t, "")
+	e.guard.limiter.SetLimit(rate.Inf)
 	for i := range maxKEKCache + 10 {
-		if _, err := e.kekExists(t.Context(), fmt.Sprintf("KEK_topic-%d", i)); err != nil {
+		if _, err := e.kekExists(t.Context(), fmt.Sprintf("KEK_topic-%d", i), &lookups{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(e.kekSeen); n > maxKEKCache {
+	if n := e.kekSeen.len(); n > maxKEKCache {
 		t.Errorf("%d KEKs remembered, at most %d wanted", n, maxKEKCache)
 	}
 }
@@ -270,8 +272,16 @@ func TestFetchWithoutTheKey(t *testing.T) {
 	if p := fetched(t, e, "secrets", tampered); p.ErrorCode != errKafkaStorageErr {
 		t.Errorf("tampered ciphertext: error %d", p.ErrorCode)
 	}
+	// A topic without a KEK is passed on as stored, not decoded: the moved value stays sealed.
+	if p := fetched(t, e, "elsewhere", enc); p.ErrorCode != 0 || !bytes.Equal(p.RecordBatches, enc) {
+		t.Errorf("a record moved to another topic was changed (error %d)", p.ErrorCode)
+	}
+	if err := os.WriteFile(filepath.Join(e.kms.(*countingKMS).KMS.(SecretKMS).Dir, "KEK_elsewhere"), bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.kekSeen = newLRU[bool](maxKEKCache, kekCacheTTL) // as after the negative answer's TTL
 	if p := fetched(t, e, "elsewhere", enc); p.ErrorCode != errKafkaStorageErr {
-		t.Errorf("a record moved to another topic decrypted (error %d)", p.ErrorCode)
+		t.Errorf("a record moved to another topic with a KEK decrypted (error %d)", p.ErrorCode)
 	}
 }
 

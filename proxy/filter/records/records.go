@@ -4,8 +4,10 @@
 // and keep everything else: base offset, leader epoch, timestamps, producer id, epoch and
 // sequence, transactional and control flags, headers.
 //
-// The bytes are untrusted: every length is checked against what is left, decompression is
-// bounded by MaxDecompressed, and no input panics (FuzzRoundTrip).
+// The bytes are untrusted: every length is checked against what is left, and no input panics
+// (FuzzRoundTrip). What a batch costs once decoded (its decompressed records, the decoded
+// records' structures, its re-encoded form) is taken from an Allowance before it is allocated,
+// so a small compressed batch cannot make the proxy allocate without limit.
 package records
 
 import (
@@ -16,6 +18,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -36,13 +39,28 @@ const (
 	CodecZstd   Codec = 4
 )
 
-// MaxDecompressed bounds the records of one batch once decompressed, so a small compressed batch
-// cannot make the proxy allocate without limit. Kafka's own default message.max.bytes is 1 MiB;
-// this leaves room for any sane configuration.
-const MaxDecompressed = 64 << 20
+// DefaultMaxBatch bounds one batch's decompressed records when Decode is given no Allowance.
+const DefaultMaxBatch = 8 << 20
+
+// Allowance bounds what decoding and re-encoding batches may allocate: the proxy's filters
+// give each request and response one (filter.Allowance), shared by all its batches.
+type Allowance interface {
+	// MaxBatch is the most one batch's records may take once decompressed.
+	MaxBatch() int
+	// Left is what may still be taken.
+	Left() int
+	// Take reserves n bytes, or fails (ErrTooLarge past Left, or the process has no room).
+	Take(n int) error
+	// Give returns n reserved bytes that were not used.
+	Give(n int)
+}
 
 // ErrMalformed marks bytes that are not a record batch this package reads.
 var ErrMalformed = errors.New("malformed record batch")
+
+// ErrTooLarge marks a batch, or a request's or response's batches, larger once decompressed or
+// decoded than the Allowance lets them be.
+var ErrTooLarge = errors.New("record batch too large once decompressed")
 
 // ErrUnsupported marks a batch that is well formed but not message format v2.
 var ErrUnsupported = errors.New("unsupported record batch")
@@ -52,6 +70,8 @@ var ErrUnsupported = errors.New("unsupported record batch")
 type Batch struct {
 	Header  kmsg.RecordBatch
 	Records []kmsg.Record
+	// allowance, from DecodeWithin, is charged for the batch's re-encoding too.
+	allowance Allowance
 }
 
 // Codec is the batch's compression.
@@ -84,8 +104,20 @@ func Split(raw []byte) (batches [][]byte, rest []byte, err error) {
 	return batches, nil, nil
 }
 
-// Decode reads one record batch: its header, checked CRC, and records, decompressed.
-func Decode(raw []byte) (*Batch, error) {
+// Decode reads one record batch: its header, checked CRC, and records, decompressed, at most
+// DefaultMaxBatch bytes of them.
+func Decode(raw []byte) (*Batch, error) { return DecodeWithin(raw, nil) }
+
+// Sizes of the decoded forms, charged to an Allowance: a record takes at least minRecordLen
+// bytes on the wire and a header minHeaderLen, each far less than its Go structure.
+var (
+	recordSize   = int(unsafe.Sizeof(kmsg.Record{}))
+	headerSize   = int(unsafe.Sizeof(kmsg.Header{}))
+	minRecordLen = 7 // length, attributes, timestamp and offset deltas, null key and value, no headers
+)
+
+// DecodeWithin is Decode charging a what the batch costs (a nil a: only DefaultMaxBatch applies).
+func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 	if len(raw) < batchHeaderLen {
 		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(raw))
 	}
@@ -102,12 +134,16 @@ func Decode(raw []byte) (*Batch, error) {
 	if crc := crc32.Checksum(raw[21:], castagnoli); int32(crc) != b.Header.CRC {
 		return nil, fmt.Errorf("%w: CRC mismatch", ErrMalformed)
 	}
-	plain, err := decompress(b.Codec(), b.Header.Records)
+	b.allowance = a
+	plain, err := decompressWithin(b.Codec(), b.Header.Records, a)
 	if err != nil {
 		return nil, err
 	}
-	if b.Header.NumRecords < 0 || int64(b.Header.NumRecords) > int64(len(plain)) {
+	if b.Header.NumRecords < 0 || int64(b.Header.NumRecords) > int64(len(plain)/minRecordLen) {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrMalformed, b.Header.NumRecords, len(plain))
+	}
+	if err := take(a, int(b.Header.NumRecords)*recordSize); err != nil {
+		return nil, err
 	}
 	b.Records = make([]kmsg.Record, 0, b.Header.NumRecords)
 	for i := int32(0); i < b.Header.NumRecords; i++ {
@@ -118,6 +154,9 @@ func Decode(raw []byte) (*Batch, error) {
 		var r kmsg.Record
 		if err := r.ReadFrom(plain[:n+int(length)]); err != nil {
 			return nil, fmt.Errorf("%w: record %d: %w", ErrMalformed, i, err)
+		}
+		if err := take(a, len(r.Headers)*headerSize); err != nil {
+			return nil, err
 		}
 		b.Records = append(b.Records, r)
 		plain = plain[n+int(length):]
@@ -153,11 +192,21 @@ func (b *Batch) AppendRewritten(dst []byte, rw *Rewrite) ([]byte, error) {
 	h.NumRecords = int32(len(b.Records))
 	h.Length, h.CRC = 0, 0
 	start := len(dst)
-	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+b.sizeHint(rw)))
+	hint := b.sizeHint(rw)
+	// The batch as written, and for a compressed one its records before compression: the
+	// compressed form is at most about the size of the records it compresses.
+	cost := batchHeaderLen + hint
+	if b.Codec() != CodecNone {
+		cost += hint
+	}
+	if err := take(b.allowance, cost); err != nil {
+		return nil, err
+	}
+	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+hint))
 	// Uncompressed records go straight after the header; others are compressed there.
 	plain := out
 	if b.Codec() != CodecNone {
-		plain = make([]byte, 0, b.sizeHint(rw))
+		plain = make([]byte, 0, hint)
 	}
 	for i := range b.Records {
 		var err error
@@ -278,7 +327,39 @@ func (b *Batch) sizeHint(rw *Rewrite) int {
 	return n
 }
 
-func decompress(c Codec, in []byte) ([]byte, error) {
+// take charges a, when there is one.
+func take(a Allowance, n int) error {
+	if a == nil {
+		return nil
+	}
+	return a.Take(n)
+}
+
+// decompressWithin decompresses a batch's records: at most a's MaxBatch and what a has left,
+// taken from a before decompressing and the unused part given back.
+func decompressWithin(c Codec, in []byte, a Allowance) ([]byte, error) {
+	if c == CodecNone {
+		return in, nil // no copy: the records are read in place
+	}
+	limit := DefaultMaxBatch
+	if a != nil {
+		limit = min(a.MaxBatch(), a.Left())
+		if err := a.Take(limit); err != nil {
+			return nil, err
+		}
+	}
+	out, err := decompress(c, in, limit)
+	if a != nil {
+		a.Give(limit - len(out))
+	}
+	if errors.Is(err, ErrTooLarge) && a != nil && limit < a.MaxBatch() {
+		return nil, fmt.Errorf("%w: the request's or response's records exceed their share of memory (%d bytes left)", ErrTooLarge, limit)
+	}
+	return out, err
+}
+
+// decompress decompresses at most limit bytes; more is ErrTooLarge.
+func decompress(c Codec, in []byte, limit int) ([]byte, error) {
 	var r io.Reader
 	switch c {
 	case CodecNone:
@@ -291,11 +372,11 @@ func decompress(c Codec, in []byte) ([]byte, error) {
 		defer zr.Close()
 		r = zr
 	case CodecSnappy:
-		return decompressSnappy(in)
+		return decompressSnappy(in, limit)
 	case CodecLZ4:
 		r = lz4.NewReader(bytes.NewReader(in))
 	case CodecZstd:
-		zr, err := zstd.NewReader(bytes.NewReader(in), zstd.WithDecoderMaxMemory(MaxDecompressed), zstd.WithDecoderConcurrency(1))
+		zr, err := zstd.NewReader(bytes.NewReader(in), zstd.WithDecoderMaxMemory(uint64(limit)+1), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, fmt.Errorf("%w: zstd: %w", ErrMalformed, err)
 		}
@@ -304,54 +385,104 @@ func decompress(c Codec, in []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, c)
 	}
-	out, err := io.ReadAll(io.LimitReader(r, MaxDecompressed+1))
-	if err != nil {
+	out, err := readAtMost(r, limit)
+	if err != nil && !errors.Is(err, ErrTooLarge) {
 		return nil, fmt.Errorf("%w: codec %d: %w", ErrMalformed, c, err)
 	}
-	if len(out) > MaxDecompressed {
-		return nil, fmt.Errorf("%w: more than %d bytes once decompressed", ErrMalformed, MaxDecompressed)
+	return out, err
+}
+
+// readAtMost reads r to its end into a buffer that grows with what arrives, never past limit
+// bytes (io.ReadAll's growth could overshoot the limit by half).
+func readAtMost(r io.Reader, limit int) ([]byte, error) {
+	buf := make([]byte, 0, min(limit, 64<<10))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) >= limit {
+				var one [1]byte
+				if n, _ := io.ReadFull(r, one[:]); n > 0 {
+					return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+				}
+				return buf, nil
+			}
+			buf = slices.Grow(buf, min(cap(buf), limit-len(buf)))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return out, nil
 }
 
 // xerialMagic starts Java's snappy framing (snappy-java's xerial format), which Java producers
 // use; other clients send raw snappy blocks.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-func decompressSnappy(in []byte) ([]byte, error) {
+func decompressSnappy(in []byte, limit int) ([]byte, error) {
 	if !bytes.HasPrefix(in, xerialMagic) {
-		return snappyBlock(in)
+		return snappyBlock(in, limit)
 	}
 	if len(in) < 16 {
 		return nil, fmt.Errorf("%w: xerial snappy header", ErrMalformed)
 	}
 	in = in[16:] // magic, version, compatible version
-	var out []byte
+	// Two passes: the decoded sizes added up (a total over limit is refused before anything is
+	// decoded), then each chunk decoded into its place in one buffer of the exact size.
+	total := 0
+	err := eachXerialChunk(in, func(_ []byte, size int) error {
+		if size > limit-total {
+			return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+		}
+		total += size
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, off := make([]byte, total), 0
+	err = eachXerialChunk(in, func(chunk []byte, size int) error {
+		if _, err := s2.Decode(out[off:off+size], chunk); err != nil {
+			return fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
+		}
+		off += size
+		return nil
+	})
+	return out, err
+}
+
+// eachXerialChunk calls fn with each snappy block of xerial framing and its decoded size.
+func eachXerialChunk(in []byte, fn func(chunk []byte, size int) error) error {
 	for len(in) > 0 {
 		if len(in) < 4 {
-			return nil, fmt.Errorf("%w: xerial snappy chunk", ErrMalformed)
+			return fmt.Errorf("%w: xerial snappy chunk", ErrMalformed)
 		}
 		n := int64(binary.BigEndian.Uint32(in))
 		if n > int64(len(in)-4) {
-			return nil, fmt.Errorf("%w: xerial snappy chunk of %d bytes", ErrMalformed, n)
+			return fmt.Errorf("%w: xerial snappy chunk of %d bytes", ErrMalformed, n)
 		}
-		chunk, err := snappyBlock(in[4 : 4+n])
+		size, err := s2.DecodedLen(in[4 : 4+n])
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("%w: snappy block", ErrMalformed)
 		}
-		if len(out)+len(chunk) > MaxDecompressed {
-			return nil, fmt.Errorf("%w: more than %d bytes once decompressed", ErrMalformed, MaxDecompressed)
+		if err := fn(in[4:4+n], size); err != nil {
+			return err
 		}
-		out = append(out, chunk...)
 		in = in[4+n:]
 	}
-	return out, nil
+	return nil
 }
 
-func snappyBlock(in []byte) ([]byte, error) {
+func snappyBlock(in []byte, limit int) ([]byte, error) {
 	n, err := s2.DecodedLen(in)
-	if err != nil || n > MaxDecompressed {
+	if err != nil {
 		return nil, fmt.Errorf("%w: snappy block", ErrMalformed)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
 	out, err := s2.Decode(nil, in)
 	if err != nil {

@@ -1,0 +1,138 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
+)
+
+// Budget is the process-wide memory budget of filter buffers: every byte a filter decompresses
+// or re-encodes, on any connection, is taken from it first, so that many connections working
+// at once cannot multiply what one may use.
+type Budget struct {
+	sem  *semaphore.Weighted
+	size int64
+}
+
+// NewBudget makes a budget of size bytes.
+func NewBudget(size int64) *Budget { return &Budget{sem: semaphore.NewWeighted(size), size: size} }
+
+// budgetWait is how long a request waits for its share of a spent budget before it is refused
+// with a retriable error: other connections give theirs back within milliseconds.
+const budgetWait = 250 * time.Millisecond
+
+// ErrBusy is returned when the process-wide budget has no room now: the client retries.
+var ErrBusy = errors.New("the proxy's filter memory is in use by other requests; retry")
+
+// Limits are what the chain needs of the configuration's limits.
+type Limits struct {
+	// MaxFrame is the largest frame the filters decode or write (maxFilteredFrameBytes);
+	// MaxShare the most one request or response may decompress (maxFrameBytes).
+	MaxFrame, MaxShare, MaxBatch, Ratio int
+	Budget                              *Budget
+}
+
+// LimitsFrom reads the limits of a (defaulted) configuration, with the process's budget.
+func LimitsFrom(l config.Limits, b *Budget) Limits {
+	return Limits{MaxFrame: int(l.MaxFilteredFrameBytes), MaxShare: int(l.MaxFrameBytes), MaxBatch: int(l.MaxBatchBytes), Ratio: int(l.DecompressionRatio), Budget: b}
+}
+
+// Allowance is one request's or one response's share of the budget: at most
+// min(MaxShare, max(Ratio × frame size, DecompressionFloor)) bytes, taken from the budget as
+// used and given back when the request or response has been handled. It implements
+// records.Allowance; filters that work on partitions in parallel share one, so it locks.
+type Allowance struct {
+	lim  Limits
+	ctx  context.Context
+	mu   sync.Mutex
+	left int
+	held int64
+}
+
+// NewAllowance is the share of a frame of frameSize bytes.
+func NewAllowance(ctx context.Context, lim Limits, frameSize int) *Allowance {
+	share := lim.MaxShare // when Ratio × frameSize would exceed it, or overflow
+	if lim.Ratio > 0 && frameSize <= lim.MaxShare/lim.Ratio {
+		share = min(lim.MaxShare, max(lim.Ratio*frameSize, config.DecompressionFloor))
+	}
+	return &Allowance{lim: lim, ctx: ctx, left: share}
+}
+
+// A nil *Allowance (an Exchange a test made by hand) bounds only batches, to
+// records.DefaultMaxBatch.
+
+// MaxBatch implements records.Allowance.
+func (a *Allowance) MaxBatch() int {
+	if a == nil {
+		return records.DefaultMaxBatch
+	}
+	return a.lim.MaxBatch
+}
+
+// Left implements records.Allowance.
+func (a *Allowance) Left() int {
+	if a == nil {
+		return math.MaxInt
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.left
+}
+
+// Take implements records.Allowance: n more bytes, from the share and then from the budget.
+func (a *Allowance) Take(n int) error {
+	if a == nil || n <= 0 {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n > a.left {
+		return fmt.Errorf("%w: a request or response of the filters may use %d bytes more, not %d", records.ErrTooLarge, a.left, n)
+	}
+	if a.lim.Budget != nil {
+		if !a.lim.Budget.sem.TryAcquire(int64(n)) {
+			ctx, cancel := context.WithTimeout(a.ctx, budgetWait)
+			err := a.lim.Budget.sem.Acquire(ctx, int64(n))
+			cancel()
+			if err != nil {
+				return ErrBusy
+			}
+		}
+	}
+	a.left -= n
+	a.held += int64(n)
+	return nil
+}
+
+// Give implements records.Allowance: n bytes taken and not used.
+func (a *Allowance) Give(n int) {
+	if a == nil || n <= 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n = int(min(int64(n), a.held))
+	a.left += n
+	a.held -= int64(n)
+	if a.lim.Budget != nil {
+		a.lim.Budget.sem.Release(int64(n))
+	}
+}
+
+// release gives everything back to the budget, when the request or response is handled.
+func (a *Allowance) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lim.Budget != nil && a.held > 0 {
+		a.lim.Budget.sem.Release(a.held)
+	}
+	a.held = 0
+}
