@@ -20,8 +20,8 @@ const maxDepth = 128
 // checkJSON reports whether b is one JSON text (RFC 8259: UTF-8, nothing after the value),
 // without building Go values: a state machine whose memory is a fixed stack of maxDepth
 // entries. With uniqueKeys, an object that names a member twice (after unescaping) is refused
-// too; that costs 16 bytes per member name of the objects open at once, so at most about three
-// times the size of b.
+// too; that costs 16 bytes per member name of the objects open at once (a member takes at least
+// 5 bytes of b), in a slice that grows as needed.
 func checkJSON(b []byte, uniqueKeys bool) error {
 	if len(b) > math.MaxInt32 {
 		return fmt.Errorf("%d bytes: too long to check", len(b))

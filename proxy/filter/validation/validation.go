@@ -29,13 +29,14 @@
 //     naming the record and the limit, before any of it is read. Set on a rule that checks
 //     nothing about the content, it still refuses larger keys or values; unset, such a rule has
 //     no limit.
-//   - JSON syntax is checked by a state machine that builds no Go values; arrays and objects
-//     may nest at most 128 deep (a fixed limit). validateObjectKeysUnique costs 16 bytes per member
-//     name of the objects open at once. Strings must be UTF-8, as RFC 8259 (and Kroxylicious'
-//     Jackson parser) require.
+//   - JSON syntax is checked by a state machine that builds no Go values and holds a fixed
+//     stack: arrays and objects may nest at most 128 deep (a fixed limit). With
+//     validateObjectKeysUnique it also keeps 16 bytes per member name of the objects open at
+//     once (a member takes at least 5 bytes of the value, so a few times the value's size at
+//     worst). Strings must be UTF-8, as RFC 8259 (and Kroxylicious' Jackson parser) require.
 //   - A JSON Schema check first runs that syntax check (so a value is parsed into Go values only
-//     when it is within maxBytes and nested at most 128 deep), then builds the document: about
-//     20 to 40 bytes of memory per byte of value for arrays of small numbers.
+//     when it is within maxBytes and nested at most 128 deep), then builds the document: up to
+//     about 55 bytes allocated per byte of value (a 1 MiB array of small numbers: 57 MB).
 //   - A schema's $refs resolve only within the rule's own schema document ("#/$defs/…", or a
 //     subschema's $id): no file:, http: or other URL is ever loaded, and a schema that refers to
 //     one does not build (the operator runs the same check, so the route's status says so). The
@@ -111,8 +112,8 @@ type SyntaxRule struct {
 // DefaultMaxBytes is BytesRule.MaxBytes when unset: Kafka's default largest record batch.
 const DefaultMaxBytes = 1 << 20
 
-// MaxMaxBytes is the largest BytesRule.MaxBytes: a schema check holds 20 to 40 times the
-// value's size in Go values while it runs.
+// MaxMaxBytes is the largest BytesRule.MaxBytes. A syntax check's memory does not depend on it;
+// a schema check allocates up to about 55 times the value's size in Go values while it runs.
 const MaxMaxBytes = 64 << 20
 
 // check is a compiled BytesRule.
