@@ -133,6 +133,20 @@ var prescanSchemas = map[int16]*prescanSchema{
 			pInt64(0, prescanAny), // ReplicaEpoch
 		)),
 	}},
+	2: {min: 0, max: 11, fields: []prescanField{ // ListOffsets
+		pInt32(0, prescanAny), // ReplicaId
+		pInt8(2, prescanAny),  // IsolationLevel
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Name
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny), // PartitionIndex
+				pInt32(4, prescanAny), // CurrentLeaderEpoch
+				pInt64(0, prescanAny), // Timestamp
+				pInt32(0, 0),          // MaxNumOffsets
+			),
+		),
+		pInt32(10, prescanAny), // TimeoutMs
+	}},
 	3: {min: 0, max: 13, fields: []prescanField{ // Metadata
 		pStructs(0, prescanAny, // Topics (null: all topics)
 			pUUID(10, prescanAny),       // TopicId
@@ -197,6 +211,41 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pNullString(8, prescanAny), // Reason
 	}},
+	12: {min: 0, max: 4, fields: []prescanField{ // Heartbeat
+		pString(0, prescanAny),     // GroupId
+		pInt32(0, prescanAny),      // GenerationId
+		pString(0, prescanAny),     // MemberId
+		pNullString(3, prescanAny), // GroupInstanceId
+	}},
+	13: {min: 0, max: 5, fields: []prescanField{ // LeaveGroup
+		pString(0, prescanAny), // GroupId
+		pString(0, 2),          // MemberId
+		pStructs(3, prescanAny, // Members
+			pString(0, prescanAny),     // MemberId
+			pNullString(0, prescanAny), // GroupInstanceId
+			pNullString(5, prescanAny), // Reason
+		),
+	}},
+	14: {min: 0, max: 5, fields: []prescanField{ // SyncGroup
+		pString(0, prescanAny),     // GroupId
+		pInt32(0, prescanAny),      // GenerationId
+		pString(0, prescanAny),     // MemberId
+		pNullString(3, prescanAny), // GroupInstanceId
+		pNullString(5, prescanAny), // ProtocolType
+		pNullString(5, prescanAny), // ProtocolName
+		pStructs(0, prescanAny, // Assignments
+			pString(0, prescanAny), // MemberId
+			pBytes(0, prescanAny),  // Assignment
+		),
+	}},
+	15: {min: 0, max: 6, fields: []prescanField{ // DescribeGroups
+		pArray(0, prescanAny, pString(0, prescanAny)), // Groups
+		pBool(3, prescanAny),                          // IncludeAuthorizedOperations
+	}},
+	16: {min: 0, max: 5, fields: []prescanField{ // ListGroups
+		pArray(4, prescanAny, pString(0, prescanAny)), // StatesFilter
+		pArray(5, prescanAny, pString(0, prescanAny)), // TypesFilter
+	}},
 	17: {min: 0, max: 1, fields: []prescanField{ // SaslHandshake
 		pString(0, prescanAny), // Mechanism
 	}},
@@ -205,6 +254,12 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pString(3, prescanAny),     // ClientSoftwareVersion
 		pNullString(5, prescanAny), // ClusterId
 		pInt32(5, prescanAny),      // NodeId
+	}},
+	22: {min: 0, max: 5, fields: []prescanField{ // InitProducerId
+		pNullString(0, prescanAny), // TransactionalId
+		pInt32(0, prescanAny),      // TransactionTimeoutMs
+		pInt64(3, prescanAny),      // ProducerId
+		pInt16(3, prescanAny),      // ProducerEpoch
 	}},
 	36: {min: 0, max: 2, fields: []prescanField{ // SaslAuthenticate
 		pBytes(0, prescanAny), // AuthBytes

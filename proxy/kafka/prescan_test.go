@@ -149,7 +149,7 @@ func TestPrescanUnknownKeysAndVersions(t *testing.T) {
 	for _, tc := range []struct {
 		key, version int16
 	}{
-		{0, 14}, {0, -1}, {1, 19}, {18, 6}, {18, prescanAny}, {2, 0}, {-1, 0}, {200, 0},
+		{0, 14}, {0, -1}, {1, 19}, {18, 6}, {18, prescanAny}, {4, 0}, {-1, 0}, {200, 0},
 	} {
 		if err := PrescanRequest(tc.key, tc.version, []byte{0, 0, 0, 0, 0, 0, 0, 0}); err == nil {
 			t.Errorf("key %d v%d: accepted", tc.key, tc.version)
@@ -160,7 +160,7 @@ func TestPrescanUnknownKeysAndVersions(t *testing.T) {
 			t.Errorf("HasPrescanner(%d) = false", key)
 		}
 	}
-	if HasPrescanner(2) || HasPrescanner(-1) {
+	if HasPrescanner(4) || HasPrescanner(-1) || HasPrescanner(1000) {
 		t.Error("HasPrescanner knows keys it has no table for")
 	}
 	// Bytes after the last field are kmsg's to ignore.
