@@ -13,10 +13,14 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
-// MaxGeneratedObjectsPerGateway bounds the Services, OpenShift Routes and TLSRoutes one gateway
-// generates for its routes. A parentRef that could go over it is not accepted (LimitExceeded);
-// the routes attached before it keep working.
-const MaxGeneratedObjectsPerGateway = 16384
+// DefaultMaxGeneratedObjectsPerGateway is the operator's default bound
+// (--max-generated-objects-per-gateway, Environment.MaxGeneratedObjects) on the Services, OpenShift
+// Routes and TLSRoutes one gateway generates for its routes. A parentRef that could go over it is
+// not accepted (LimitExceeded); the routes attached before it keep working. Every host is a
+// ClusterIP Service, and Service IPs are a cluster-wide resource: 1024 is a quarter of GKE's
+// default Service range (a /20, 4,096 addresses), so one namespace's gateway cannot take them all,
+// and it is what one route at its own limit (MaxHostsPerRoute, 1024 hosts) needs in Services.
+const DefaultMaxGeneratedObjectsPerGateway = 1024
 
 // attachRoutes attaches every parentRef of the gateway's routes that names this gateway, oldest
 // route first (as Gateway API orders conflicting routes), and writes each route's parent status.
@@ -350,8 +354,8 @@ func (p *pending) addService(name string, lb bool, route string, l *listenerStat
 // checkPlan bounds what one gateway generates (every host is a Service, and maybe a Route or
 // TLSRoute), checks the generated names, and adds the Services to the plan's claims.
 func (t *translator) checkPlan(route string, p *pending) *refProblem {
-	if have, more := len(t.svcs)+len(t.osRoutes)+len(t.tlsRoutes), len(p.svcs)+len(p.os)+len(p.tls); have+more > MaxGeneratedObjectsPerGateway {
-		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway", have, more, MaxGeneratedObjectsPerGateway)}
+	if have, more, most := len(t.svcs)+len(t.osRoutes)+len(t.tlsRoutes), len(p.svcs)+len(p.os)+len(p.tls), t.s.Env.maxGeneratedObjects(); have+more > most {
+		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway (the operator's --max-generated-objects-per-gateway)", have, more, most)}
 	}
 	for _, svc := range p.svcs {
 		what, owner := "the LoadBalancer of route "+route, route+"|LoadBalancer"

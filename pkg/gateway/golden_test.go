@@ -46,6 +46,8 @@ type testEnvironment struct {
 	// AllowedMetadataPrefixes and AllowedIngressDomains are the operator's restriction flags.
 	AllowedMetadataPrefixes []string `json:"allowedMetadataPrefixes"`
 	AllowedIngressDomains   []string `json:"allowedIngressDomains"`
+	// MaxGeneratedObjects is --max-generated-objects-per-gateway.
+	MaxGeneratedObjects int `json:"maxGeneratedObjects"`
 }
 
 // loadCase reads a case: Kubernetes objects, "kind: Include" documents (path relative to the
@@ -194,6 +196,7 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	}
 	s.Env.AllowedMetadataPrefixes = env.AllowedMetadataPrefixes
 	s.Env.AllowedIngressDomains = env.AllowedIngressDomains
+	s.Env.MaxGeneratedObjects = env.MaxGeneratedObjects
 	if env.TLSRouteTimeout != "" {
 		d, err := time.ParseDuration(env.TLSRouteTimeout)
 		if err != nil {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,24 +107,37 @@ func TestHugeRouteIsNotServed(t *testing.T) {
 
 // Each route within its own limit (4 hostnames × (255 broker ids + 1) = 1,024 hosts), but
 // together over the gateway's: the routes after the limit are refused, the earlier ones served.
+// The limit is the operator's (--max-generated-objects-per-gateway), DefaultMaxGeneratedObjectsPerGateway
+// when unset.
 func TestGatewayObjectLimit(t *testing.T) {
-	s := limitsSnapshot()
-	fit := MaxGeneratedObjectsPerGateway / (4 * 256) // a Service per host
-	for i := range fit + 1 {
-		s.Routes = append(s.Routes, limitsRoute(fmt.Sprintf("r%02d", i), int64(i), 4, [][]int32{idRange(0, 255)}))
-	}
-	res := Translate(s)
-	for i := range fit {
-		if c := acceptedCondition(t, res, fmt.Sprintf("r%02d", i)); c.Status != metav1.ConditionTrue {
-			t.Fatalf("route r%02d: %s %s %q", i, c.Status, c.Reason, c.Message)
+	for _, limit := range []int{0, 3 * 1024} {
+		s := limitsSnapshot()
+		s.Env.MaxGeneratedObjects = limit
+		most := limit
+		if most == 0 {
+			most = DefaultMaxGeneratedObjectsPerGateway
 		}
-	}
-	last := fmt.Sprintf("r%02d", fit)
-	if c := acceptedCondition(t, res, last); c.Status != metav1.ConditionFalse || c.Reason != ReasonLimitExceeded {
-		t.Fatalf("route %s: %s %s %q, want False %s", last, c.Status, c.Reason, c.Message, ReasonLimitExceeded)
-	}
-	if n := servicesOf(res, last); n != 0 {
-		t.Errorf("route %s has %d Services, want 0", last, n)
+		fit := most / (4 * 256) // a Service per host
+		for i := range fit + 1 {
+			s.Routes = append(s.Routes, limitsRoute(fmt.Sprintf("r%02d", i), int64(i), 4, [][]int32{idRange(0, 255)}))
+		}
+		res := Translate(s)
+		for i := range fit {
+			if c := acceptedCondition(t, res, fmt.Sprintf("r%02d", i)); c.Status != metav1.ConditionTrue {
+				t.Fatalf("limit %d: route r%02d: %s %s %q", limit, i, c.Status, c.Reason, c.Message)
+			}
+		}
+		last := fmt.Sprintf("r%02d", fit)
+		c := acceptedCondition(t, res, last)
+		if c.Status != metav1.ConditionFalse || c.Reason != ReasonLimitExceeded {
+			t.Fatalf("limit %d: route %s: %s %s %q, want False %s", limit, last, c.Status, c.Reason, c.Message, ReasonLimitExceeded)
+		}
+		if want := fmt.Sprintf("at most %d per gateway (the operator's --max-generated-objects-per-gateway)", most); !strings.Contains(c.Message, want) {
+			t.Errorf("limit %d: route %s: %q, want it to say %q", limit, last, c.Message, want)
+		}
+		if n := servicesOf(res, last); n != 0 {
+			t.Errorf("limit %d: route %s has %d Services, want 0", limit, last, n)
+		}
 	}
 }
 

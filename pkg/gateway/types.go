@@ -176,8 +176,20 @@ type Environment struct {
 	AllowedIngressDomains []string
 	// TLSRouteTimeout is how long a generated TLSRoute may go without a parent in its status.
 	TLSRouteTimeout time.Duration
+	// MaxGeneratedObjects bounds the Services, OpenShift Routes and TLSRoutes one gateway
+	// generates for its routes (--max-generated-objects-per-gateway); 0 is
+	// DefaultMaxGeneratedObjectsPerGateway.
+	MaxGeneratedObjects int
 	// Now is the time of the snapshot, for the TLSRoute deadline.
 	Now time.Time
+}
+
+// maxGeneratedObjects is MaxGeneratedObjects, or its default when unset.
+func (e *Environment) maxGeneratedObjects() int {
+	if e.MaxGeneratedObjects > 0 {
+		return e.MaxGeneratedObjects
+	}
+	return DefaultMaxGeneratedObjectsPerGateway
 }
 
 // ObjectKey names an object of some kind in the gateway's namespace.

@@ -183,6 +183,7 @@ func (c *Controller) environment() gateway.Environment {
 		TLSRoutes:               c.tlsRoutes.Ready(),
 		StrimziKafkas:           c.kafkas.Served(),
 		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
+		MaxGeneratedObjects:     c.env.Options.MaxGeneratedObjectsPerGateway,
 		Now:                     c.clock.Now(),
 	}
 	if c.env.Informers.Namespace != "" {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,7 @@ import (
 	kafkalinkscheme "github.com/kafkalink/kafkalink/generated/clientset/versioned/scheme"
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/version"
 	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
@@ -106,6 +108,9 @@ type Options struct {
 	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
 	// to list it in its status before the KafkaGateway reports TLSRouteNotAccepted.
 	TLSRouteAttachTimeout time.Duration
+	// MaxGeneratedObjectsPerGateway is --max-generated-objects-per-gateway: the Services,
+	// OpenShift Routes and TLSRoutes one gateway may generate for its routes.
+	MaxGeneratedObjectsPerGateway int
 }
 
 // AddFlags binds the options to flags with their defaults.
@@ -139,6 +144,15 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 
 	// Gateway controller.
 	fs.DurationVar(&o.TLSRouteAttachTimeout, "tlsroute-attach-timeout", 5*time.Minute, "How long a generated TLSRoute may wait for a Gateway API parent to accept it before the KafkaGateway reports TLSRouteNotAccepted.")
+	o.MaxGeneratedObjectsPerGateway = gateway.DefaultMaxGeneratedObjectsPerGateway
+	fs.Func("max-generated-objects-per-gateway", fmt.Sprintf("Most Services, OpenShift Routes and TLSRoutes one KafkaGateway may generate for its routes (each host is a ClusterIP Service, and Service IPs are shared by the whole cluster); a route parentRef that would go over it reports Accepted=False LimitExceeded (default %d).", o.MaxGeneratedObjectsPerGateway), func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return errors.New("not a whole number of at least 1")
+		}
+		o.MaxGeneratedObjectsPerGateway = n
+		return nil
+	})
 }
 
 // commaList parses a flag of comma-separated values into dst, skipping empty items.

@@ -1,10 +1,14 @@
 package operator
 
 import (
+	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kafkalink/kafkalink/pkg/gateway"
 )
 
 func TestHealthHandler(t *testing.T) {
@@ -28,5 +32,25 @@ func TestHealthHandler(t *testing.T) {
 				t.Errorf("GET %s = %d %q, want %d %q", tc.path, rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
 			}
 		})
+	}
+}
+
+// --max-generated-objects-per-gateway defaults to the translator's default and takes only a whole
+// number of at least 1.
+func TestMaxGeneratedObjectsFlag(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.AddFlags(fs)
+	if o.MaxGeneratedObjectsPerGateway != gateway.DefaultMaxGeneratedObjectsPerGateway {
+		t.Errorf("default %d, want %d", o.MaxGeneratedObjectsPerGateway, gateway.DefaultMaxGeneratedObjectsPerGateway)
+	}
+	if err := fs.Parse([]string{"--max-generated-objects-per-gateway=4096"}); err != nil || o.MaxGeneratedObjectsPerGateway != 4096 {
+		t.Errorf("4096: %v, %d", err, o.MaxGeneratedObjectsPerGateway)
+	}
+	for _, bad := range []string{"0", "-1", "many"} {
+		if err := fs.Parse([]string{"--max-generated-objects-per-gateway=" + bad}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
 	}
 }
