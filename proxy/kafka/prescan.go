@@ -371,7 +371,7 @@ func (s *scanner) preField(f *prescanField, version int16, flexible bool) {
 
 // preTags reads a tagged-field section: a count, then count times a key, a size and the bytes.
 // The count must fit the bytes left (a field takes two at least); the tagged fields among fields
-// are read within their bytes, as kmsg decodes them.
+// are read within their bytes, as kmsg decodes them, and must fill them exactly.
 func (s *scanner) preTags(fields []prescanField, version int16) {
 	n := s.preUvarint()
 	if s.err == nil && uint64(n) > uint64(len(s.b)-s.off)/2 {
@@ -391,6 +391,9 @@ func (s *scanner) preTags(fields []prescanField, version int16) {
 				// The field's content, within its bytes (a scanner of its own would escape).
 				s.b, s.off = all[:end], start
 				s.preField(&f.elem[0], version, true)
+				if s.err == nil && s.off != end { // kmsg would ignore the rest; a client sends none
+					s.err = errScan
+				}
 				s.b, s.off = all, end
 				if s.err != nil {
 					return
