@@ -261,8 +261,68 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pInt64(3, prescanAny),      // ProducerId
 		pInt16(3, prescanAny),      // ProducerEpoch
 	}},
+	25: {min: 0, max: 4, fields: []prescanField{ // AddOffsetsToTxn
+		pString(0, prescanAny), // TransactionalId
+		pInt64(0, prescanAny),  // ProducerId
+		pInt16(0, prescanAny),  // ProducerEpoch
+		pString(0, prescanAny), // GroupId
+	}},
+	26: {min: 0, max: 5, fields: []prescanField{ // EndTxn
+		pString(0, prescanAny), // TransactionalId
+		pInt64(0, prescanAny),  // ProducerId
+		pInt16(0, prescanAny),  // ProducerEpoch
+		pBool(0, prescanAny),   // Committed
+	}},
+	28: {min: 0, max: 6, fields: []prescanField{ // TxnOffsetCommit
+		pString(0, prescanAny),     // TransactionalId
+		pString(0, prescanAny),     // GroupId
+		pInt64(0, prescanAny),      // ProducerId
+		pInt16(0, prescanAny),      // ProducerEpoch
+		pInt32(3, prescanAny),      // GenerationId
+		pString(3, prescanAny),     // MemberId
+		pNullString(3, prescanAny), // GroupInstanceId
+		pStructs(0, prescanAny, // Topics
+			pString(0, 5),        // Name
+			pUUID(6, prescanAny), // TopicId
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny),      // PartitionIndex
+				pInt64(0, prescanAny),      // CommittedOffset
+				pInt32(2, prescanAny),      // CommittedLeaderEpoch
+				pNullString(0, prescanAny), // CommittedMetadata
+			),
+		),
+	}},
+	32: {min: 0, max: 4, fields: []prescanField{ // DescribeConfigs
+		pStructs(0, prescanAny, // Resources
+			pInt8(0, prescanAny),                          // ResourceType
+			pString(0, prescanAny),                        // ResourceName
+			pArray(0, prescanAny, pString(0, prescanAny)), // ConfigurationKeys
+		),
+		pBool(1, prescanAny), // IncludeSynonyms
+		pBool(3, prescanAny), // IncludeDocumentation
+	}},
 	36: {min: 0, max: 2, fields: []prescanField{ // SaslAuthenticate
 		pBytes(0, prescanAny), // AuthBytes
+	}},
+	60: {min: 0, max: 2, fields: []prescanField{ // DescribeCluster
+		pBool(0, prescanAny), // IncludeClusterAuthorizedOperations
+		pInt8(1, prescanAny), // EndpointType
+		pBool(2, prescanAny), // IncludeFencedBrokers
+	}},
+	68: {min: 0, max: 1, fields: []prescanField{ // ConsumerGroupHeartbeat
+		pString(0, prescanAny),                        // GroupId
+		pString(0, prescanAny),                        // MemberId
+		pInt32(0, prescanAny),                         // MemberEpoch
+		pNullString(0, prescanAny),                    // InstanceId
+		pNullString(0, prescanAny),                    // RackId
+		pInt32(0, prescanAny),                         // RebalanceTimeoutMs
+		pArray(0, prescanAny, pString(0, prescanAny)), // SubscribedTopicNames
+		pNullString(1, prescanAny),                    // SubscribedTopicRegex
+		pNullString(0, prescanAny),                    // ServerAssignor
+		pStructs(0, prescanAny, // TopicPartitions
+			pUUID(0, prescanAny),                         // TopicId
+			pArray(0, prescanAny, pInt32(0, prescanAny)), // Partitions
+		),
 	}},
 }
 
