@@ -407,7 +407,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 			},
 		},
 	}
-	t.decorateDeployment(dep)
+	t.decorateDeployment(dep, runsFilters(cfg))
 	return dep
 }
 
@@ -441,12 +441,23 @@ func (t *translator) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 
 // proxyEnv is the proxy container's environment: GODEBUG=fips140=on when some TLS options
 // exclude ChaCha20-Poly1305 from TLS 1.3 (config.TLSParams.FIPS), which Go enforces only in FIPS
-// 140-3 mode, for the whole process.
+// 140-3 mode, for the whole process. GOMEMLIMIT, from the memory limit, comes with the resources
+// (memoryDefaults).
 func proxyEnv(cfg *config.Config) []corev1.EnvVar {
 	if _, ok := cfg.NeedsFIPS(); !ok {
 		return nil
 	}
 	return []corev1.EnvVar{{Name: "GODEBUG", Value: "fips140=on"}}
+}
+
+// runsFilters reports whether a virtual cluster of the configuration runs KafkaFilters.
+func runsFilters(cfg *config.Config) bool {
+	for _, vc := range cfg.VirtualClusters {
+		if len(vc.Filters) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics

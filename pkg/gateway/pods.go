@@ -42,6 +42,53 @@ func DefaultResources() corev1.ResourceRequirements {
 	}}
 }
 
+// DefaultFilterMemoryLimit is the proxy container's memory limit when its virtual clusters run
+// KafkaFilters and neither the parameters' resources nor the default ones set a limit. Filters
+// decompress and parse record batches: memory that grows with what clients send, not only with
+// the connection count. The proxy bounds it (limits.filterMemoryBytes, 256 MiB by default, and
+// maxBatchBytes per batch), and a limit with GOMEMLIMIT below it makes the Go runtime collect
+// garbage before the kernel kills the pod, so one pod's overload does not take the node's memory.
+// 1 GiB is four times the filter budget: room for the budget, the Go runtime's overhead and about
+// 3,000 active connections' relay buffers (256 KiB each) besides.
+func DefaultFilterMemoryLimit() resource.Quantity { return resource.MustParse("1Gi") }
+
+// GoMemLimitPercent is GOMEMLIMIT as a share of the container's memory limit: the Go runtime
+// collects garbage harder as the heap nears it, leaving the rest for stacks, goroutines' buffers
+// outside the heap and the runtime's own memory.
+const GoMemLimitPercent = 90
+
+// memoryDefaults gives a container that runs filters the default memory limit when it has none
+// (at least its memory request, which a limit may not be under), and sets GOMEMLIMIT to
+// GoMemLimitPercent of the memory limit whenever there is one.
+func memoryDefaults(c *corev1.Container, filters bool) {
+	limit, limited := c.Resources.Limits[corev1.ResourceMemory]
+	if !limited && filters {
+		limit = DefaultFilterMemoryLimit()
+		if req, ok := c.Resources.Requests[corev1.ResourceMemory]; ok && req.Cmp(limit) > 0 {
+			limit = req.DeepCopy()
+		}
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Limits[corev1.ResourceMemory] = limit
+		limited = true
+	}
+	if !limited || limit.Sign() <= 0 {
+		return
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: "GOMEMLIMIT", Value: goMemLimit(limit.Value())})
+}
+
+// goMemLimit is GOMEMLIMIT for a memory limit of limit bytes: GoMemLimitPercent of it, in MiB
+// when it is that large (Go's syntax: an integer with an optional B, KiB, MiB... suffix).
+func goMemLimit(limit int64) string {
+	v := limit/100*GoMemLimitPercent + limit%100*GoMemLimitPercent/100
+	if v >= 1<<20 {
+		return strconv.FormatInt(v>>20, 10) + "MiB"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
 // parameters returns the spec of the KafkaGatewayParameters the gateway refers to, or nil.
 // readParameters has checked the reference by the time build runs.
 func (t *translator) parameters() *kroxyliciousv1alpha1.KafkaGatewayParametersSpec {
@@ -112,18 +159,20 @@ func (t *translator) checkPodSettings(spec *kroxyliciousv1alpha1.KafkaGatewayPar
 }
 
 // decorateDeployment applies the pod settings, resources and logging flags to the proxy
-// Deployment. Labels and annotations already on the pod template (kafkalink's and the
+// Deployment, and the memory defaults (memoryDefaults; filters: its virtual clusters run
+// KafkaFilters). Labels and annotations already on the pod template (kafkalink's and the
 // gateway's infrastructure metadata) are kept.
-func (t *translator) decorateDeployment(dep *appsv1.Deployment) {
+func (t *translator) decorateDeployment(dep *appsv1.Deployment, filters bool) {
 	tmpl := &dep.Spec.Template
 	c := &tmpl.Spec.Containers[0]
 	c.Resources = DefaultResources()
 	spec := t.parameters()
+	if spec != nil && spec.Resources != nil {
+		c.Resources = *spec.Resources.DeepCopy()
+	}
+	memoryDefaults(c, filters)
 	if spec == nil {
 		return
-	}
-	if spec.Resources != nil {
-		c.Resources = *spec.Resources.DeepCopy()
 	}
 	if l := spec.Logging; l != nil {
 		if l.Verbosity != nil {
