@@ -25,6 +25,19 @@ type Budget struct {
 // NewBudget makes a budget of size bytes.
 func NewBudget(size int64) *Budget { return &Budget{sem: semaphore.NewWeighted(size), size: size} }
 
+// acquire takes n bytes, waiting up to budgetWait for them.
+func (b *Budget) acquire(ctx context.Context, n int) error {
+	if b.sem.TryAcquire(int64(n)) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, budgetWait)
+	defer cancel()
+	if b.sem.Acquire(ctx, int64(n)) != nil {
+		return ErrBusy
+	}
+	return nil
+}
+
 // budgetWait is how long a request waits for its share of a spent budget before it is refused
 // with a retriable error: other connections give theirs back within milliseconds.
 const budgetWait = 250 * time.Millisecond
@@ -98,13 +111,8 @@ func (a *Allowance) Take(n int) error {
 		return fmt.Errorf("%w: a request or response of the filters may use %d bytes more, not %d", records.ErrTooLarge, a.left, n)
 	}
 	if a.lim.Budget != nil {
-		if !a.lim.Budget.sem.TryAcquire(int64(n)) {
-			ctx, cancel := context.WithTimeout(a.ctx, budgetWait)
-			err := a.lim.Budget.sem.Acquire(ctx, int64(n))
-			cancel()
-			if err != nil {
-				return ErrBusy
-			}
+		if err := a.lim.Budget.acquire(a.ctx, n); err != nil {
+			return err
 		}
 	}
 	a.left -= n
@@ -125,6 +133,19 @@ func (a *Allowance) Give(n int) {
 	if a.lim.Budget != nil {
 		a.lim.Budget.sem.Release(int64(n))
 	}
+}
+
+// Hold takes n bytes of the process budget, not of the share, for working memory that lives
+// only while a filter looks at one record (a JSON document built to check it against a schema);
+// done gives them back. The wait and the error are Take's.
+func (a *Allowance) Hold(n int) (done func(), err error) {
+	if a == nil || a.lim.Budget == nil || n <= 0 {
+		return func() {}, nil
+	}
+	if err := a.lim.Budget.acquire(a.ctx, n); err != nil {
+		return nil, err
+	}
+	return func() { a.lim.Budget.sem.Release(int64(n)) }, nil
 }
 
 // release gives everything back to the budget, when the request or response is handled.

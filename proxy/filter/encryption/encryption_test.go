@@ -22,11 +22,12 @@ import (
 // countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail.
 type countingKMS struct {
 	KMS
-	generated, decrypted int
-	down                 bool
+	exists, generated, decrypted int
+	down                         bool
 }
 
 func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
+	c.exists++
 	if c.down {
 		return false, ErrKMSUnavailable
 	}

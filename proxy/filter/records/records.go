@@ -386,6 +386,10 @@ func decompress(c Codec, in []byte, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: compression codec %d", ErrUnsupported, c)
 	}
 	out, err := readAtMost(r, limit)
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		// zstd refuses a frame whose declared size or window is over limit before decoding it.
+		return nil, fmt.Errorf("%w: more than %d bytes: %w", ErrTooLarge, limit, err)
+	}
 	if err != nil && !errors.Is(err, ErrTooLarge) {
 		return nil, fmt.Errorf("%w: codec %d: %w", ErrMalformed, c, err)
 	}

@@ -53,6 +53,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
@@ -266,7 +267,15 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 		checks := v.checksFor(t.Topic)
 		parts := t.Partitions[:0]
 		for _, p := range t.Partitions {
-			if errs := validatePartition(checks, p.Records); len(errs) > 0 {
+			errs, err := validatePartition(checks, p.Records, x.Allowance)
+			switch {
+			case errors.Is(err, filter.ErrBusy):
+				bad.Refuse(t.Topic, p.Partition, kerr.RequestTimedOut.Code, "RecordValidation: the proxy's filter memory is in use; retry")
+				continue
+			case errors.Is(err, records.ErrTooLarge):
+				bad.Refuse(t.Topic, p.Partition, kerr.MessageTooLarge.Code, "RecordValidation: the records are too large once decompressed (limits.maxBatchBytes, limits.decompressionRatio)")
+				continue
+			case len(errs) > 0:
 				bad.Add(t.Topic, invalidPartition(t.Topic, p.Partition, errs))
 				continue
 			}
@@ -313,36 +322,61 @@ type recordError struct {
 	msg   string
 }
 
-// validatePartition checks every record of a partition's batches; undecodable batches are
-// refused as a whole (index -1).
-func validatePartition(checks [2]*check, raw []byte) []recordError {
+// validatePartition checks every record of a partition's batches, decoded within a;
+// undecodable batches are refused as a whole (index -1). err is a batch over a's limits, or
+// the proxy's memory in use (filter.ErrBusy).
+func validatePartition(checks [2]*check, raw []byte, a *filter.Allowance) (errs []recordError, err error) {
 	if checks == [2]*check{} {
-		return nil
+		return nil, nil
 	}
 	batches, rest, err := records.Split(raw)
 	if err == nil && len(rest) > 0 {
 		err = errors.New("a partial batch")
 	}
 	if err != nil {
-		return []recordError{{-1, err.Error()}}
+		return []recordError{{-1, err.Error()}}, nil
 	}
-	var errs []recordError
 	index := int32(0)
 	for _, b := range batches {
-		batch, err := records.Decode(b)
+		batch, err := records.DecodeWithin(b, a)
+		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
+			return nil, err
+		}
 		if err != nil {
-			return []recordError{{-1, err.Error()}}
+			return []recordError{{-1, err.Error()}}, nil
 		}
 		for _, r := range batch.Records {
 			for i, part := range [][]byte{r.Key, r.Value} {
-				if msg := checks[i].validate(part); msg != "" {
+				msg, err := checks[i].validateWithin(part, a)
+				if err != nil {
+					return nil, err
+				}
+				if msg != "" {
 					errs = append(errs, recordError{index, []string{"key", "value"}[i] + ": " + msg})
 				}
 			}
 			index++
 		}
 	}
-	return errs
+	return errs, nil
+}
+
+// schemaDocCost is what checking a value against a schema holds per byte of the value: the
+// document jsonschema builds takes up to about 55 times the JSON it is built from.
+const schemaDocCost = 64
+
+// validateWithin is validate holding, while a schema check builds its document, that
+// document's size from the process's filter budget.
+func (c *check) validateWithin(b []byte, a *filter.Allowance) (string, error) {
+	if c == nil || c.schema == nil || len(b) == 0 {
+		return c.validate(b), nil
+	}
+	done, err := a.Hold(schemaDocCost * min(len(b), c.maxBytes+1))
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	return c.validate(b), nil
 }
 
 // validate returns why b fails the check, or "".

@@ -1,0 +1,91 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+)
+
+// wantAll is a Filters stand-in that wants every key and forwards frames unchanged.
+type wantAll struct{ max int32 }
+
+func (wantAll) Wants(int16) bool { return true }
+func (wantAll) Request(frame []byte) ([]byte, []byte, any, error) {
+	return frame, nil, nil, nil
+}
+
+func (wantAll) Response(_, _ int16, frame []byte, _ any) ([]byte, error) { return frame, nil }
+func (w wantAll) MaxFrame() int32                                        { return w.max }
+
+// announce is a request header announcing size bytes of a Produce it never sends.
+func announce(size int32) []byte {
+	b := make([]byte, 26)
+	binary.BigEndian.PutUint32(b, uint32(size))
+	binary.BigEndian.PutUint16(b[4:], 0)  // Produce
+	binary.BigEndian.PutUint16(b[6:], 3)  // v3: transactional id, acks
+	binary.BigEndian.PutUint16(b[12:], 0) // client id ""
+	binary.BigEndian.PutUint16(b[14:], 0xffff)
+	binary.BigEndian.PutUint16(b[16:], 1) // acks 1
+	return b
+}
+
+// stalled reads b, then says so on reached (when set) and blocks until released.
+type stalled struct {
+	b                []byte
+	reached, release chan struct{}
+}
+
+func (s *stalled) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		if s.reached != nil {
+			s.reached <- struct{}{}
+		}
+		<-s.release
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	return n, nil
+}
+
+// TestFilteredFrameReadAsItArrives: a client that announces a large filtered request and sends
+// a few bytes holds a few bytes of the proxy's memory, not the size it announced.
+func TestFilteredFrameReadAsItArrives(t *testing.T) {
+	const conns, size = 20, 64 << 20
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	reached, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, conns)
+	for range conns {
+		go func() {
+			done <- CopyRequests(&stalled{b: announce(size), reached: reached, release: release}, io.Discard, make(chan Pending, 4), 100<<20, nil, nil, wantAll{max: 100 << 20}, nil)
+		}()
+	}
+	for range conns { // every relay is waiting for the rest of its frame
+		<-reached
+	}
+	runtime.ReadMemStats(&during)
+	close(release)
+	for range conns {
+		if err := <-done; !errors.Is(err, ErrMalformed) {
+			t.Errorf("a request cut short: %v", err)
+		}
+	}
+	if grew := during.HeapAlloc - min(during.HeapAlloc, before.HeapAlloc); grew > conns*512<<10 {
+		t.Errorf("%d connections announcing %d MiB each took %d MiB of heap", conns, size>>20, grew>>20)
+	}
+}
+
+// TestFilteredFrameOverLimit: a request over the filters' limit closes the connection before
+// it is read.
+func TestFilteredFrameOverLimit(t *testing.T) {
+	release := make(chan struct{})
+	close(release)
+	err := CopyRequests(&stalled{b: announce(2 << 20), release: release}, io.Discard, make(chan Pending, 4), 100<<20, nil, nil, wantAll{max: 1 << 20}, nil)
+	if !errors.Is(err, ErrMalformed) {
+		t.Errorf("a 2 MiB request for filters taking 1 MiB: %v", err)
+	}
+}
