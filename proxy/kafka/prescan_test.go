@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"reflect"
 	"sort"
 	"testing"
@@ -300,8 +301,8 @@ func TestPrescanRefusesHostileTagCounts(t *testing.T) {
 	if key != 18 || version != 3 || len(body) != 9 {
 		t.Fatalf("frame: key %d v%d body %x", key, version, body)
 	}
-	if err := PrescanRequest(key, version, body); err == nil {
-		t.Error("the hostile ApiVersions frame is accepted")
+	if err := PrescanRequest(key, version, body); !errors.Is(err, ErrMalformed) {
+		t.Errorf("the hostile ApiVersions frame: %v, want ErrMalformed", err)
 	}
 	type place struct {
 		key    int16
