@@ -1188,9 +1188,6 @@ func (p *hfProxy) taggedFieldBomb(t *testing.T, r *hfRow, kind string, apiVersio
 	} else {
 		r.outcome = fmt.Sprintf("%sstill open after %.0f s; %.2f s CPU in the 3 s after (still burning)", answer, wait.Seconds(), burn)
 	}
-	if closedAfter > 0 && closedAfter < 100*time.Millisecond {
-		t.Logf("closed at once; proxy log:\n%s", p.logTail())
-	}
 	r.expect(t, closedAfter > 0 && closedAfter <= 3*time.Second, "the connection was not closed within 3 s (%s)", r.outcome)
 	r.expect(t, burn < 0.5, "the proxy burned %.2f s of CPU in the 3 s after", burn)
 }
