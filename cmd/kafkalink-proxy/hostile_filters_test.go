@@ -1095,8 +1095,12 @@ func hfCases() []hfCase {
 			run: func(t *testing.T, p *hfProxy, r *hfRow) { p.taggedFieldBomb(t, r, kind, apiVersionsBomb) }})
 	}
 	// 5. Announced-size flood.
-	cases = append(cases, hfCase{name: "5 announced 100 MiB x20 held", limit: 40 * time.Second,
-		run: func(t *testing.T, p *hfProxy, r *hfRow) { p.announcedFlood(t, r) }})
+	// 5. Announced-size floods: ~100 MiB (under maxFrameBytes), and ~15 MiB (under the filtered
+	// frame limit, 40 of them over the filter memory budget).
+	for _, f := range []struct{ mib, conns int }{{100, 20}, {15, 40}} {
+		cases = append(cases, hfCase{name: fmt.Sprintf("5 announced %d MiB x%d held", f.mib, f.conns), limit: 40 * time.Second,
+			run: func(t *testing.T, p *hfProxy, r *hfRow) { p.announcedFlood(t, r, f.mib, f.conns) }})
+	}
 	// 6. Produce v13 (topic ids only) with a plaintext marker, to "enc".
 	cases = append(cases, hfCase{name: "6 produce v13 by topic id to enc", limit: 40 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) { p.produceByTopicID(t, r) }})
@@ -1192,10 +1196,10 @@ func (p *hfProxy) taggedFieldBomb(t *testing.T, r *hfRow, kind string, apiVersio
 	r.expect(t, burn < 0.5, "the proxy burned %.2f s of CPU in the 3 s after", burn)
 }
 
-// announcedFlood: 20 connections each send a good ApiVersions, then the first 26 bytes of a
-// Fetch v12 request announcing ~100 MiB (under maxFrameBytes), and hold. The proxy's RSS and heap
-// in use are measured while they are held.
-func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow) {
+// announcedFlood: n connections each send a good ApiVersions, then the first 26 bytes of a
+// Fetch v12 request announcing about mib MiB, and hold. The proxy's RSS and heap in use are
+// measured while they are held.
+func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow, mib, n int) {
 	var conns []*rawConn
 	defer func() {
 		for _, c := range conns {
@@ -1203,7 +1207,7 @@ func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow) {
 		}
 	}()
 	closedEarly := 0
-	for i := range 20 {
+	for i := range n {
 		c, err := p.dialRawTLS("p", &r.sent)
 		if err != nil {
 			r.outcome = fmt.Sprintf("dial %d: %v", i, err)
@@ -1215,7 +1219,7 @@ func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow) {
 			return
 		}
 		frame := c.frame(fetchRequest("enc", 1<<20))
-		binary.BigEndian.PutUint32(frame, uint32(100<<20-64))
+		binary.BigEndian.PutUint32(frame, uint32(mib<<20-64))
 		if err := c.write(frame[:26]); err != nil {
 			closedEarly++
 		}
@@ -1233,8 +1237,8 @@ func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow) {
 			}
 		}
 	}
-	r.outcome = fmt.Sprintf("held 2 s: RSS %.0f MiB, heap in use %.0f MiB; %d of 20 connections closed by the proxy", float64(rss)/(1<<20), heap/(1<<20), closedEarly)
-	r.expect(t, heap < hfMaxRSS, "heap in use %.0f MiB while 20 announced frames are held, want < %d MiB", heap/(1<<20), hfMaxRSS>>20)
+	r.outcome = fmt.Sprintf("held 2 s: RSS %.0f MiB, heap in use %.0f MiB; %d of %d connections closed by the proxy", float64(rss)/(1<<20), heap/(1<<20), closedEarly, n)
+	r.expect(t, heap < hfMaxRSS, "heap in use %.0f MiB while %d announced frames are held, want < %d MiB", heap/(1<<20), n, hfMaxRSS>>20)
 }
 
 // produceByTopicID sends Produce v13 (topic ids only) with a plaintext marker to the id of "enc",
