@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"time"
 
@@ -419,6 +420,9 @@ func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m Addres
 	if out == nil {
 		_, err = dst.Write(in)
 	} else {
+		if int64(len(out)-4) > math.MaxInt32 {
+			return malformed("a rewritten %s response of %d bytes: more than a frame can say", kmsg.NameForKey(p.Key), len(out))
+		}
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
 		_, err = dst.Write(out)
 		if stats != nil && n > 0 {

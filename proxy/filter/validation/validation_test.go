@@ -1,11 +1,15 @@
 package validation
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -103,9 +107,42 @@ func TestValidationRefusesUnsupportedConfig(t *testing.T) {
 	}
 }
 
+// chainRequestBound is far above what any frame a fuzzer makes needs (milliseconds), and far
+// below what a decoding loop on a corrupt count takes (tens of seconds).
+const chainRequestBound = 3 * time.Second
+
+// withTaggedCount replaces a flexible frame's last byte (its top-level tag count, 0) with a
+// 5-byte uvarint count of 2^32-1, the tail kmsg would loop on some 2^32 times.
+func withTaggedCount(frame []byte) []byte {
+	out := append(bytes.Clone(frame[:len(frame)-1]), 0xff, 0xff, 0xff, 0xff, 0x0f)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out
+}
+
+func fetchFrame(version int16) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(version)
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = "orders", [16]byte{1}
+	rt.Partitions = []kmsg.FetchRequestTopicPartition{kmsg.NewFetchRequestTopicPartition()}
+	req.Topics = []kmsg.FetchRequestTopic{rt}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("test")).AppendRequest(nil, req, 7)
+}
+
 // FuzzChainRequest: any request frame, well formed or not, goes through the chain (decoding,
-// validation, re-encoding) without a panic; a frame it forwards decodes again.
+// validation, re-encoding) without a panic and within a time bound (a frame that makes a
+// decoder loop fails the run instead of hanging it); a frame it forwards decodes again. Seeded
+// at the edges: the 25-byte ApiVersions v3 with a tagged-field count of 2^32-1, and the same
+// count as the tail of Produce v9+ and Fetch v12+.
 func FuzzChainRequest(f *testing.F) {
+	tagged, _ := hex.DecodeString("0000001500120003000000010001780002610231ffffffff0f")
+	f.Add(tagged)
+	for _, v := range []int16{9, 12, 13} {
+		f.Add(withTaggedCount(produceFrame(&testing.T{}, v, map[string]string{"orders": `{"id":1}`})))
+	}
+	for _, v := range []int16{12, 13, 16, 17} {
+		f.Add(withTaggedCount(fetchFrame(v)))
+	}
 	f.Add(produceFrame(&testing.T{}, 9, map[string]string{"orders": "not json"}))
 	f.Add(produceFrame(&testing.T{}, 12, map[string]string{"orders": `{"id":1}`, "other": "x"}))
 	f.Add(produceFrame(&testing.T{}, 3, map[string]string{"orders": `{"id":1}`})[:30])
@@ -117,11 +154,26 @@ func FuzzChainRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		forward, _, _, err := c.Request(frame)
-		if err == nil && forward != nil {
-			if _, _, _, err := c.Request(forward); err != nil {
-				t.Fatalf("a forwarded frame does not decode again: %v", err)
+		done := make(chan error, 1)
+		go func() {
+			forward, _, _, err := c.Request(frame)
+			if err == nil && forward != nil {
+				if _, _, _, err := c.Request(forward); err != nil {
+					done <- fmt.Errorf("a forwarded frame does not decode again: %w", err)
+					return
+				}
 			}
+			done <- nil
+		}()
+		timer := time.NewTimer(chainRequestBound)
+		defer timer.Stop()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timer.C:
+			t.Fatalf("a %d-byte frame took over %s in the chain", len(frame), chainRequestBound)
 		}
 	})
 }
