@@ -255,11 +255,76 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pNullString(5, prescanAny), // ClusterId
 		pInt32(5, prescanAny),      // NodeId
 	}},
+	19: {min: 0, max: 7, fields: []prescanField{ // CreateTopics
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Name
+			pInt32(0, prescanAny),  // NumPartitions
+			pInt16(0, prescanAny),  // ReplicationFactor
+			pStructs(0, prescanAny, // Assignments
+				pInt32(0, prescanAny),                        // PartitionIndex
+				pArray(0, prescanAny, pInt32(0, prescanAny)), // BrokerIds
+			),
+			pStructs(0, prescanAny, // Configs
+				pString(0, prescanAny),     // Name
+				pNullString(0, prescanAny), // Value
+			),
+		),
+		pInt32(0, prescanAny), // TimeoutMs
+		pBool(1, prescanAny),  // ValidateOnly
+	}},
+	20: {min: 0, max: 6, fields: []prescanField{ // DeleteTopics
+		pArray(0, 5, pString(0, prescanAny)), // TopicNames
+		pStructs(6, prescanAny, // Topics
+			pNullString(0, prescanAny), // Name
+			pUUID(0, prescanAny),       // TopicId
+		),
+		pInt32(0, prescanAny), // TimeoutMs
+	}},
+	21: {min: 0, max: 2, fields: []prescanField{ // DeleteRecords
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Name
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny), // PartitionIndex
+				pInt64(0, prescanAny), // Offset
+			),
+		),
+		pInt32(0, prescanAny), // TimeoutMs
+	}},
 	22: {min: 0, max: 5, fields: []prescanField{ // InitProducerId
 		pNullString(0, prescanAny), // TransactionalId
 		pInt32(0, prescanAny),      // TransactionTimeoutMs
 		pInt64(3, prescanAny),      // ProducerId
 		pInt16(3, prescanAny),      // ProducerEpoch
+	}},
+	23: {min: 0, max: 4, fields: []prescanField{ // OffsetForLeaderEpoch
+		pInt32(3, prescanAny), // ReplicaId
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Topic
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny), // Partition
+				pInt32(2, prescanAny), // CurrentLeaderEpoch
+				pInt32(0, prescanAny), // LeaderEpoch
+			),
+		),
+	}},
+	24: {min: 0, max: 5, fields: []prescanField{ // AddPartitionsToTxn
+		pString(0, 3), // V3AndBelowTransactionalId
+		pInt64(0, 3),  // V3AndBelowProducerId
+		pInt16(0, 3),  // V3AndBelowProducerEpoch
+		pStructs(0, 3, // V3AndBelowTopics
+			pString(0, prescanAny),                       // Name
+			pArray(0, prescanAny, pInt32(0, prescanAny)), // Partitions
+		),
+		pStructs(4, prescanAny, // Transactions
+			pString(0, prescanAny), // TransactionalId
+			pInt64(0, prescanAny),  // ProducerId
+			pInt16(0, prescanAny),  // ProducerEpoch
+			pBool(0, prescanAny),   // VerifyOnly
+			pStructs(0, prescanAny, // Topics
+				pString(0, prescanAny),                       // Name
+				pArray(0, prescanAny, pInt32(0, prescanAny)), // Partitions
+			),
+		),
 	}},
 	25: {min: 0, max: 4, fields: []prescanField{ // AddOffsetsToTxn
 		pString(0, prescanAny), // TransactionalId
