@@ -369,10 +369,60 @@ var prescanSchemas = map[int16]*prescanSchema{
 	36: {min: 0, max: 2, fields: []prescanField{ // SaslAuthenticate
 		pBytes(0, prescanAny), // AuthBytes
 	}},
+	37: {min: 0, max: 3, fields: []prescanField{ // CreatePartitions
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Name
+			pInt32(0, prescanAny),  // Count
+			pStructs(0, prescanAny, // Assignments (null: the broker's choice)
+				pArray(0, prescanAny, pInt32(0, prescanAny)), // BrokerIds
+			),
+		),
+		pInt32(0, prescanAny), // TimeoutMs
+		pBool(0, prescanAny),  // ValidateOnly
+	}},
+	42: {min: 0, max: 3, fields: []prescanField{ // DeleteGroups
+		pArray(0, prescanAny, pString(0, prescanAny)), // GroupsNames
+	}},
+	44: {min: 0, max: 1, fields: []prescanField{ // IncrementalAlterConfigs
+		pStructs(0, prescanAny, // Resources
+			pInt8(0, prescanAny),   // ResourceType
+			pString(0, prescanAny), // ResourceName
+			pStructs(0, prescanAny, // Configs
+				pString(0, prescanAny),     // Name
+				pInt8(0, prescanAny),       // ConfigOperation
+				pNullString(0, prescanAny), // Value
+			),
+		),
+		pBool(0, prescanAny), // ValidateOnly
+	}},
+	47: {min: 0, max: 0, fields: []prescanField{ // OffsetDelete
+		pString(0, prescanAny), // GroupId
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny), // Name
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny), // PartitionIndex
+			),
+		),
+	}},
 	60: {min: 0, max: 2, fields: []prescanField{ // DescribeCluster
 		pBool(0, prescanAny), // IncludeClusterAuthorizedOperations
 		pInt8(1, prescanAny), // EndpointType
 		pBool(2, prescanAny), // IncludeFencedBrokers
+	}},
+	61: {min: 0, max: 0, fields: []prescanField{ // DescribeProducers
+		pStructs(0, prescanAny, // Topics
+			pString(0, prescanAny),                       // Name
+			pArray(0, prescanAny, pInt32(0, prescanAny)), // PartitionIndexes
+		),
+	}},
+	65: {min: 0, max: 0, fields: []prescanField{ // DescribeTransactions
+		pArray(0, prescanAny, pString(0, prescanAny)), // TransactionalIds
+	}},
+	66: {min: 0, max: 2, fields: []prescanField{ // ListTransactions
+		pArray(0, prescanAny, pString(0, prescanAny)), // StateFilters
+		pArray(0, prescanAny, pInt64(0, prescanAny)),  // ProducerIdFilters
+		pInt64(1, prescanAny),                         // DurationFilter
+		pNullString(2, prescanAny),                    // TransactionalIdPattern
 	}},
 	68: {min: 0, max: 1, fields: []prescanField{ // ConsumerGroupHeartbeat
 		pString(0, prescanAny),                        // GroupId
