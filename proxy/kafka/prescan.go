@@ -560,9 +560,10 @@ func (s *scanner) preTags(fields []prescanField, version int16) {
 		if s.err != nil {
 			return
 		}
-		end, all := s.off, s.b
+		end, all, known := s.off, s.b, false
 		for i := range fields {
 			if f := &fields[i]; f.kind == pkTagged && f.tag == key {
+				known = true
 				// The field's content, within its bytes (a scanner of its own would escape).
 				s.b, s.off = all[:end], start
 				s.preField(&f.elem[0], version, true)
@@ -575,8 +576,15 @@ func (s *scanner) preTags(fields []prescanField, version int16) {
 				}
 			}
 		}
+		if !known && prescanUnknownTag != nil {
+			prescanUnknownTag(key)
+		}
 	}
 }
+
+// prescanUnknownTag, when set (by a test), is called with the key of every tagged field the
+// schema does not know.
+var prescanUnknownTag func(key uint32)
 
 // preUvarint reads a uvarint as kmsg does: at most 5 bytes, fitting 32 bits.
 func (s *scanner) preUvarint() uint32 {
