@@ -73,13 +73,15 @@ func classify(err error) (string, bool) {
 		return statusClass(e.Status()), true
 	}
 	// The error itself, not one it wraps: the loop in Describe unwraps, keeping the words around.
-	switch err { //nolint:errorlint // see above
-	case context.DeadlineExceeded:
-		return "timed out", true
-	case context.Canceled:
-		return "canceled", true
+	if errors.Unwrap(err) == nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			return "timed out", true
+		case errors.Is(err, context.Canceled):
+			return "canceled", true
+		}
 	}
-	if _, ok := err.(net.Error); ok { //nolint:errorlint // see above
+	if _, ok := err.(net.Error); ok { //nolint:errorlint // this error of the chain, not one it wraps
 		return transportClass("the API server", err), true
 	}
 	return "", false
