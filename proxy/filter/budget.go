@@ -108,7 +108,7 @@ func (a *Allowance) Take(n int) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if n > a.left {
-		return fmt.Errorf("%w: a request or response of the filters may use %d bytes more, not %d", records.ErrTooLarge, a.left, n)
+		return fmt.Errorf("%w: %d bytes were left, not %d", records.ErrShareSpent, a.left, n)
 	}
 	if a.lim.Budget != nil {
 		if err := a.lim.Budget.acquire(a.ctx, n); err != nil {

@@ -282,10 +282,12 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 }
 
 // capFetch lowers a Fetch's size limits so that its response fits the frames the filters take,
-// with room for what they add: consumers ask for 50 MiB by default. The broker may still send
-// one batch larger than asked, as Kafka does for progress.
+// with room for what they add (consumers ask for 50 MiB by default), and so that records
+// compressed up to 16 times fit the response's share once decompressed (records compressed
+// more than that come over more fetches). The broker may still send one batch larger than
+// asked, as Kafka does for progress.
 func (c *Conn) capFetch(f *kmsg.FetchRequest) {
-	limit := int32(c.lim.MaxFrame - c.lim.MaxFrame/8)
+	limit := int32(min(c.lim.MaxFrame-c.lim.MaxFrame/8, max(c.lim.MaxShare/16, 1<<20)))
 	f.MaxBytes = min(f.MaxBytes, limit)
 	for i := range f.Topics {
 		for j := range f.Topics[i].Partitions {

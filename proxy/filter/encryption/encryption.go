@@ -286,32 +286,47 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 			bad.AddTo(resp)
 		}
 	case *kmsg.FetchResponse:
-		type fetchJob struct {
-			topic string
-			p     *kmsg.FetchResponseTopicPartition
-		}
-		var jobs []fetchJob
-		l := e.lookupsFor(x)
-		for i := range resp.Topics {
-			if !e.mayHoldEncrypted(ctx, resp.Topics[i].Topic, l) {
-				continue // passed on as the broker sent it, not decompressed
-			}
-			for j := range resp.Topics[i].Partitions {
-				jobs = append(jobs, fetchJob{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
-			}
-		}
-		eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
-			p := jobs[i].p
-			dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches, x.Allowance, l)
-			if err != nil {
-				// Never hand out ciphertext as if it were the record: the consumer retries.
-				p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
-				return
-			}
-			p.RecordBatches = dec
-		})
+		e.decryptFetch(ctx, x, resp)
 	}
 	return nil
+}
+
+// decryptFetch decrypts the records of a Fetch response, partition by partition. A partition
+// it cannot decrypt now fails with a retriable error; one whose batch alone is over the limits
+// with MESSAGE_TOO_LARGE; one that finds the response's share spent by the partitions before it
+// is sent without records, as a broker does when a response is full, and comes with a later
+// fetch. Never is ciphertext handed out as if it were the record.
+func (e *encryptor) decryptFetch(ctx context.Context, x *filter.Exchange, resp *kmsg.FetchResponse) {
+	type fetchJob struct {
+		topic string
+		p     *kmsg.FetchResponseTopicPartition
+	}
+	var jobs []fetchJob
+	l := e.lookupsFor(x)
+	for i := range resp.Topics {
+		if !e.mayHoldEncrypted(ctx, resp.Topics[i].Topic, l) {
+			continue // passed on as the broker sent it, not decompressed
+		}
+		for j := range resp.Topics[i].Partitions {
+			jobs = append(jobs, fetchJob{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
+		}
+	}
+	var decoded atomic.Bool // some partition's records went out decrypted
+	eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
+		p := jobs[i].p
+		dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches, x.Allowance, l)
+		switch {
+		case err == nil:
+			decoded.Store(decoded.Load() || len(dec) > 0)
+			p.RecordBatches = dec
+		case errors.Is(err, records.ErrShareSpent) && decoded.Load():
+			p.RecordBatches = nil
+		case errors.Is(err, records.ErrTooLarge):
+			p.ErrorCode, p.RecordBatches = errMessageTooLarge, nil
+		default:
+			p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
+		}
+	})
 }
 
 // mayHoldEncrypted reports whether a fetched topic's records must be decoded to look for

@@ -252,7 +252,7 @@ func TestFetchOfTopicWithoutKEKNotDecoded(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("passing it on allocated %d KiB", alloc>>10)
 	}
-	// With a KEK, over its share: a retriable error, never the batch unread.
+	// With a KEK, a batch over the limits alone: MESSAGE_TOO_LARGE, never the batch unread.
 	lim := filter.DefaultLimits()
 	x := &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Allowance: filter.NewAllowance(context.Background(), lim, len(raw))}
 	resp := kmsg.NewPtrFetchResponse()
@@ -266,8 +266,38 @@ func TestFetchOfTopicWithoutKEKNotDecoded(t *testing.T) {
 	if err := e.OnResponse(context.Background(), x); err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != errKafkaStorageErr || got.RecordBatches != nil {
+	if got := resp.Topics[0].Partitions[0]; got.ErrorCode != errMessageTooLarge || got.RecordBatches != nil {
 		t.Errorf("a bomb in an encrypted topic: error %d, %d bytes passed", got.ErrorCode, len(got.RecordBatches))
 	}
-	_ = records.DefaultMaxBatch
+}
+
+// TestFetchShareSpentByOthers: a partition that finds the response's share spent by the
+// partitions decrypted before it goes out without records and without an error, as when a
+// broker's response is full: the consumer fetches it again, and it is never handed out unread.
+func TestFetchShareSpentByOthers(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	first := encrypted(t, e, "secrets", batch(t, 0, bytes.Repeat([]byte("v"), 100<<10)))
+	bomb := encrypted(t, e, "secrets", zeroBomb(t, int16(records.CodecZstd), 2, 1<<20))
+	lim := filter.Limits{MaxFrame: 16 << 20, MaxShare: 100 << 20, MaxBatch: 8 << 20, Ratio: 1}
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "secrets"
+	for i, raw := range [][]byte{first, bomb} {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.RecordBatches = int32(i), bytes.Clone(raw)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = []kmsg.FetchResponseTopic{rt}
+	// A share of 1 MiB (the floor): the first partition fits, the second's 2 MiB do not.
+	x := &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Response: resp, Allowance: filter.NewAllowance(context.Background(), lim, 0)}
+	if err := e.OnResponse(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if p0.ErrorCode != 0 || len(p0.RecordBatches) == 0 {
+		t.Errorf("the first partition: error %d, %d bytes", p0.ErrorCode, len(p0.RecordBatches))
+	}
+	if p1.ErrorCode != 0 || p1.RecordBatches != nil {
+		t.Errorf("the partition over the spent share: error %d, %d bytes (want none, no error)", p1.ErrorCode, len(p1.RecordBatches))
+	}
 }

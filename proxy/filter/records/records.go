@@ -62,6 +62,10 @@ var ErrMalformed = errors.New("malformed record batch")
 // decoded than the Allowance lets them be.
 var ErrTooLarge = errors.New("record batch too large once decompressed")
 
+// ErrShareSpent is ErrTooLarge because the Allowance's share ran out (other batches of the same
+// request or response took it), not because the batch alone is over MaxBatch.
+var ErrShareSpent = fmt.Errorf("%w: the request's or response's share of memory is spent", ErrTooLarge)
+
 // ErrUnsupported marks a batch that is well formed but not message format v2.
 var ErrUnsupported = errors.New("unsupported record batch")
 
@@ -353,7 +357,7 @@ func decompressWithin(c Codec, in []byte, a Allowance) ([]byte, error) {
 		a.Give(limit - len(out))
 	}
 	if errors.Is(err, ErrTooLarge) && a != nil && limit < a.MaxBatch() {
-		return nil, fmt.Errorf("%w: the request's or response's records exceed their share of memory (%d bytes left)", ErrTooLarge, limit)
+		return nil, fmt.Errorf("%w (%d bytes were left)", ErrShareSpent, limit)
 	}
 	return out, err
 }
