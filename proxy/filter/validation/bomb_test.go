@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -53,5 +54,44 @@ func TestJSONArrayBomb(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
 		t.Errorf("refusing it allocated %d MiB", alloc>>20)
+	}
+}
+
+// TestRefusalIsBounded: a Produce of many invalid records, each failing a schema with a long
+// message, is answered with at most maxErrorRecords error records of at most maxErrorMessage
+// bytes each, and a count of the rest.
+func TestRefusalIsBounded(t *testing.T) {
+	long := `[` + strings.Repeat(`"x",`, 300) + `"x"]`
+	b := &records.Batch{Header: kmsg.RecordBatch{Magic: 2}}
+	for i := range 150 {
+		b.Records = append(b.Records, kmsg.Record{OffsetDelta: int32(i), Value: []byte(long)})
+	}
+	raw, err := b.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := build([]byte(`{"rules":[{"topicNames":["orders"],"valueRule":{"jsonSchema":{"type":"array","items":{"type":"integer"}}}}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrProduceRequest()
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	x := &filter.Exchange{Request: req}
+	if err := v.OnRequest(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	p := x.Answered().(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if len(p.ErrorRecords) != maxErrorRecords || !strings.Contains(*p.ErrorMessage, "(and 149 more)") {
+		t.Errorf("%d error records, message %.200q", len(p.ErrorRecords), *p.ErrorMessage)
+	}
+	for _, er := range p.ErrorRecords {
+		if len(*er.ErrorMessage) > maxErrorMessage+len("…") {
+			t.Fatalf("an error record's message of %d bytes", len(*er.ErrorMessage))
+		}
 	}
 }

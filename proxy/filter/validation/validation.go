@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -267,7 +268,7 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 		checks := v.checksFor(t.Topic)
 		parts := t.Partitions[:0]
 		for _, p := range t.Partitions {
-			errs, err := validatePartition(checks, p.Records, x.Allowance)
+			errs, total, err := validatePartition(checks, p.Records, x.Allowance)
 			switch {
 			case errors.Is(err, filter.ErrBusy):
 				bad.Refuse(t.Topic, p.Partition, kerr.RequestTimedOut.Code, "RecordValidation: the proxy's filter memory is in use; retry")
@@ -275,8 +276,8 @@ func (v *validator) OnRequest(_ context.Context, x *filter.Exchange) error {
 			case errors.Is(err, records.ErrTooLarge):
 				bad.Refuse(t.Topic, p.Partition, kerr.MessageTooLarge.Code, "RecordValidation: the records are too large once decompressed (limits.maxBatchBytes, limits.decompressionRatio)")
 				continue
-			case len(errs) > 0:
-				bad.Add(t.Topic, invalidPartition(t.Topic, p.Partition, errs))
+			case total > 0:
+				bad.Add(t.Topic, invalidPartition(t.Topic, p.Partition, errs, total))
 				continue
 			}
 			parts = append(parts, p)
@@ -322,43 +323,66 @@ type recordError struct {
 	msg   string
 }
 
+// What a refusal tells the producer: the first maxErrorRecords invalid records, each message at
+// most maxErrorMessage bytes (a schema's error for a large value can run to megabytes).
+const (
+	maxErrorRecords = 100
+	maxErrorMessage = 512
+)
+
 // validatePartition checks every record of a partition's batches, decoded within a;
-// undecodable batches are refused as a whole (index -1). err is a batch over a's limits, or
-// the proxy's memory in use (filter.ErrBusy).
-func validatePartition(checks [2]*check, raw []byte, a *filter.Allowance) (errs []recordError, err error) {
+// undecodable batches are refused as a whole (index -1). It returns the first maxErrorRecords
+// invalid records and how many there are in all; err is a batch over a's limits, or the proxy's
+// memory in use (filter.ErrBusy).
+func validatePartition(checks [2]*check, raw []byte, a *filter.Allowance) (errs []recordError, total int, err error) {
 	if checks == [2]*check{} {
-		return nil, nil
+		return nil, 0, nil
 	}
 	batches, rest, err := records.Split(raw)
 	if err == nil && len(rest) > 0 {
 		err = errors.New("a partial batch")
 	}
 	if err != nil {
-		return []recordError{{-1, err.Error()}}, nil
+		return []recordError{{-1, err.Error()}}, 1, nil
 	}
 	index := int32(0)
 	for _, b := range batches {
 		batch, err := records.DecodeWithin(b, a)
 		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
-			return nil, err
+			return nil, 0, err
 		}
 		if err != nil {
-			return []recordError{{-1, err.Error()}}, nil
+			return []recordError{{-1, err.Error()}}, 1, nil
 		}
 		for _, r := range batch.Records {
 			for i, part := range [][]byte{r.Key, r.Value} {
 				msg, err := checks[i].validateWithin(part, a)
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
-				if msg != "" {
-					errs = append(errs, recordError{index, []string{"key", "value"}[i] + ": " + msg})
+				if msg == "" {
+					continue
+				}
+				if total++; len(errs) < maxErrorRecords {
+					errs = append(errs, recordError{index, truncate([]string{"key", "value"}[i] + ": " + msg)})
 				}
 			}
 			index++
 		}
 	}
-	return errs, nil
+	return errs, total, nil
+}
+
+// truncate cuts a message to maxErrorMessage bytes, on a UTF-8 boundary.
+func truncate(msg string) string {
+	if len(msg) <= maxErrorMessage {
+		return msg
+	}
+	cut := maxErrorMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // schemaDocCost is what checking a value against a schema holds per byte of the value: the
@@ -415,7 +439,7 @@ func (c *check) validate(b []byte) string {
 }
 
 // invalidPartition is the INVALID_RECORD answer for a partition, naming its bad records.
-func invalidPartition(topic string, partition int32, errs []recordError) kmsg.ProduceResponseTopicPartition {
+func invalidPartition(topic string, partition int32, errs []recordError, total int) kmsg.ProduceResponseTopicPartition {
 	p := kmsg.NewProduceResponseTopicPartition()
 	p.Partition = partition
 	p.ErrorCode = errInvalidRecord
@@ -425,8 +449,8 @@ func invalidPartition(topic string, partition int32, errs []recordError) kmsg.Pr
 	if first.index < 0 {
 		msg = fmt.Sprintf("RecordValidation refused the records of %s-%d: %s", topic, partition, first.msg)
 	}
-	if len(errs) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(errs)-1)
+	if total > 1 {
+		msg += fmt.Sprintf(" (and %d more)", total-1)
 	}
 	p.ErrorMessage = &msg
 	for _, e := range errs {
