@@ -241,7 +241,9 @@ var errMalformed = errors.New("malformed frame for the filters")
 // Request decodes a request frame, runs the filters that want it in order, and returns the
 // frame to forward (re-encoded when a filter may have changed it), or the answer frame.
 func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err error) {
-	x, err := decodeRequest(frame)
+	a := NewAllowance(c.ctx, c.lim, len(frame))
+	defer a.release()
+	x, err := decodeRequest(frame, a)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -250,9 +252,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 		// ApiVersions. Its topics are ids only, which the filters' rules cannot see.
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.UnsupportedVersion.Code), 0), nil, nil
 	}
-	x.Conn = c
-	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
-	defer x.Allowance.release()
+	x.Conn, x.Allowance = c, a
 	for _, f := range c.wants[x.Key] {
 		if err := f.OnRequest(c.ctx, x); err != nil {
 			return nil, nil, nil, err
@@ -415,8 +415,9 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 }
 
 // decodeRequest reads a whole request frame: header v1 or v2, then the body as kmsg decodes it,
-// after the bounded pre-scan (kafka.PrescanRequest) has checked every count and length in it.
-func decodeRequest(frame []byte) (*Exchange, error) {
+// after the bounded pre-scan (kafka.PrescanValues) has checked every count and length in it and
+// the values kmsg will make of it are taken from a.
+func decodeRequest(frame []byte, a *Allowance) (*Exchange, error) {
 	if len(frame) < 14 {
 		return nil, fmt.Errorf("%w: %d bytes", errMalformed, len(frame))
 	}
@@ -450,17 +451,23 @@ func decodeRequest(frame []byte) (*Exchange, error) {
 		}
 		off += n
 	}
-	if err := decodeBody(req, x.Key, x.Version, frame[off:]); err != nil {
+	if err := decodeBody(req, x.Key, x.Version, frame[off:], a); err != nil {
 		return nil, err
 	}
 	x.Request = req
 	return x, nil
 }
 
+// decodedValueSize is what one value of a decoded request (an array element, a tagged field)
+// takes in memory at most: kmsg's largest element structs take 72 bytes, a slice grown by
+// append or a map entry some more.
+const decodedValueSize = 128
+
 // decodeBody decodes a request body with kmsg, whose tagged-field loops run on after the
-// bytes end (proxy/kafka/decode.go): a key the pre-scanner knows is checked first and decoded
-// inline; any other is decoded within kafka.DecodeBounded's time limit.
-func decodeBody(req kmsg.Request, key, version int16, body []byte) error {
+// bytes end (proxy/kafka/decode.go): a key the pre-scanner knows is checked first, its values'
+// memory taken from a, and decoded inline; any other is decoded within kafka.DecodeBounded's
+// time limit.
+func decodeBody(req kmsg.Request, key, version int16, body []byte, a *Allowance) error {
 	read := func(b []byte) error {
 		if err := req.ReadFrom(b); err != nil {
 			return fmt.Errorf("%w: %s request: %w", errMalformed, kmsg.NameForKey(key), err)
@@ -470,8 +477,12 @@ func decodeBody(req kmsg.Request, key, version int16, body []byte) error {
 	if !kafka.HasPrescanner(key) {
 		return kafka.DecodeBounded(body, read)
 	}
-	if err := kafka.PrescanRequest(key, version, body); err != nil {
+	values, err := kafka.PrescanValues(key, version, body)
+	if err != nil {
 		return fmt.Errorf("%w: %s v%d request: %w", errMalformed, kmsg.NameForKey(key), version, err)
+	}
+	if err := a.Take(values * decodedValueSize); err != nil {
+		return fmt.Errorf("%w: %s v%d request of %d values: %w", errTooLarge, kmsg.NameForKey(key), version, values, err)
 	}
 	return read(body)
 }

@@ -188,3 +188,30 @@ func TestAllowance(t *testing.T) {
 		t.Errorf("after the other gave back: %v", err)
 	}
 }
+
+// TestDecodedValuesCharged: a request of many tiny elements (a Produce of 100,000 topics of one
+// empty partition, 9 bytes each on the wire, 104 once decoded) takes the decoded size from its
+// share before kmsg decodes it, and is refused when that does not fit.
+func TestDecodedValuesCharged(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	for range 100_000 {
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{kmsg.NewProduceRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+	}
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 7)
+	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "g", Type: "test.Grow", Config: json.RawMessage(`{"N":0}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := filter.DefaultLimits()
+	lim.Ratio = 1 // a share of max(frame, 1 MiB): under the 200,000 values' 25 MiB
+	if _, _, _, err := c.WithLimits(lim).Request(frame); err == nil {
+		t.Errorf("a %d-byte frame of 200,000 values was decoded within a share of %d bytes", len(frame), max(len(frame), config.DecompressionFloor))
+	}
+	lim.Ratio = 64
+	if _, _, _, err := c.WithLimits(lim).Request(frame); err != nil {
+		t.Errorf("within its share: %v", err)
+	}
+}

@@ -454,26 +454,35 @@ func HasPrescanner(key int16) bool {
 // when it does not know key or version (HasPrescanner). Bytes after the last field are allowed,
 // as kmsg ignores them. It does not allocate unless it refuses the body.
 func PrescanRequest(key, version int16, body []byte) error {
-	_, err := prescan(key, version, body)
+	_, err := PrescanValues(key, version, body)
 	return err
 }
 
-// prescan is PrescanRequest, also returning where the body's fields end.
-func prescan(key, version int16, body []byte) (int, error) {
+// PrescanValues is PrescanRequest, also counting the values kmsg will make of body: its array
+// elements and tagged fields. Each takes tens of bytes once decoded (a Produce partition 40, a
+// Fetch partition 72, an unknown tagged field a map entry) where it took as few as 2 on the
+// wire, so a caller bounds the decoded request's memory by this count, not by the body's size.
+func PrescanValues(key, version int16, body []byte) (values int, err error) {
+	s, err := prescan(key, version, body)
+	return s.values, err
+}
+
+// prescan is PrescanRequest, returning the scanner: where the body's fields end, and the values.
+func prescan(key, version int16, body []byte) (scanner, error) {
 	sc := prescanSchemas[key]
 	if sc == nil {
-		return 0, malformed("no pre-scanner for API key %d", key)
+		return scanner{}, malformed("no pre-scanner for API key %d", key)
 	}
 	if version < sc.min || version > sc.max {
-		return 0, malformed("no pre-scanner for API key %d version %d", key, version)
+		return scanner{}, malformed("no pre-scanner for API key %d version %d", key, version)
 	}
 	s := scanner{b: body}
 	s.preFields(sc.fields, version, Flexible(key, version))
 	if s.err != nil {
-		return 0, malformed("API key %d version %d request: a count, length or tagged field does not fit the body at byte %d of %d",
+		return scanner{}, malformed("API key %d version %d request: a count, length or tagged field does not fit the body at byte %d of %d",
 			key, version, s.off, len(body))
 	}
-	return s.off, nil
+	return s, nil
 }
 
 // preFields reads a struct of fields at version, and its tagged-field section when flexible.
@@ -526,6 +535,7 @@ func (s *scanner) preField(f *prescanField, version int16, flexible bool) {
 			s.err = errScan
 			return
 		}
+		s.values += n
 		for ; n > 0 && s.err == nil; n-- {
 			start := s.off
 			if f.kind == pkArray {
@@ -552,6 +562,7 @@ func (s *scanner) preTags(fields []prescanField, version int16) {
 	if s.err == nil && uint64(n) > uint64(len(s.b)-s.off)/2 {
 		s.err = errScan
 	}
+	s.values += int(n)
 	for ; n > 0 && s.err == nil; n-- {
 		key := s.preUvarint()
 		size := int(s.preUvarint())

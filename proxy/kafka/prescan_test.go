@@ -137,7 +137,8 @@ func TestPrescanMatchesKmsg(t *testing.T) {
 		for v := sc.min; v <= sc.max; v++ {
 			for i, body := range prescanSamples(key, v) {
 				unknown = unknown[:0]
-				n, err := prescan(key, v, body)
+				sc, err := prescan(key, v, body)
+				n := sc.off
 				if err != nil || n != len(body) {
 					t.Errorf("%s v%d sample %d: read %d of %d bytes, %v", kmsg.NameForKey(key), v, i, n, len(body), err)
 					continue
@@ -298,8 +299,8 @@ func TestPrescanRealisticRequests(t *testing.T) {
 	}{{0, sampleProduce}, {1, sampleFetch}, {18, sampleApiVersions}} {
 		for v := int16(0); v <= prescanSchemas[tc.key].max; v++ {
 			body := tc.sample(v, "").AppendTo(nil)
-			if n, err := prescan(tc.key, v, body); err != nil || n != len(body) {
-				t.Errorf("%s v%d: read %d of %d bytes, %v", kmsg.NameForKey(tc.key), v, n, len(body), err)
+			if sc, err := prescan(tc.key, v, body); err != nil || sc.off != len(body) {
+				t.Errorf("%s v%d: read %d of %d bytes, %v", kmsg.NameForKey(tc.key), v, sc.off, len(body), err)
 			}
 			for cut := 0; cut < len(body); cut++ {
 				checkPrescanned(t, tc.key, v, body[:cut])

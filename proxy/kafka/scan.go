@@ -15,6 +15,9 @@ type scanner struct {
 	b   []byte
 	off int
 	err error
+	// values counts the structures a pre-scan walked (prescan.go): array elements and tagged
+	// fields, each a Go value once kmsg decodes them.
+	values int
 }
 
 func (s *scanner) skip(n int) {

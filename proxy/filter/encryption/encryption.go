@@ -312,21 +312,31 @@ func (e *encryptor) decryptFetch(ctx context.Context, x *filter.Exchange, resp *
 		}
 	}
 	var decoded atomic.Bool // some partition's records went out decrypted
+	spent := make([]bool, len(jobs))
 	eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
 		p := jobs[i].p
 		dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches, x.Allowance, l)
 		switch {
 		case err == nil:
-			decoded.Store(decoded.Load() || len(dec) > 0)
+			if len(dec) > 0 {
+				decoded.Store(true)
+			}
 			p.RecordBatches = dec
-		case errors.Is(err, records.ErrShareSpent) && decoded.Load():
-			p.RecordBatches = nil
+		case errors.Is(err, records.ErrShareSpent):
+			spent[i], p.RecordBatches = true, nil
 		case errors.Is(err, records.ErrTooLarge):
 			p.ErrorCode, p.RecordBatches = errMessageTooLarge, nil
 		default:
 			p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
 		}
 	})
+	// Partitions worked on in parallel spend one share: those that found it spent come with a
+	// later fetch, unless none got through, when the records are too large for any share.
+	for i, s := range spent {
+		if s && !decoded.Load() {
+			jobs[i].p.ErrorCode = errMessageTooLarge
+		}
+	}
 }
 
 // mayHoldEncrypted reports whether a fetched topic's records must be decoded to look for
