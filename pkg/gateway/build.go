@@ -407,7 +407,7 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 			},
 		},
 	}
-	t.decorateDeployment(dep, runsFilters(cfg))
+	t.decorateDeployment(dep, runsFilters(cfg), cfg.Limits.FilterMemoryBytes)
 	return dep
 }
 

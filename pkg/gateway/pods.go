@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
 	"strconv"
@@ -43,27 +44,41 @@ func DefaultResources() corev1.ResourceRequirements {
 }
 
 // DefaultFilterMemoryLimit is the proxy container's memory limit when its virtual clusters run
-// KafkaFilters and neither the parameters' resources nor the default ones set a limit. Filters
-// decompress and parse record batches: memory that grows with what clients send, not only with
-// the connection count. The proxy bounds it (limits.filterMemoryBytes, 256 MiB by default, and
-// maxBatchBytes per batch), and a limit with GOMEMLIMIT below it makes the Go runtime collect
-// garbage before the kernel kills the pod, so one pod's overload does not take the node's memory.
-// 1 GiB is four times the filter budget: room for the budget, the Go runtime's overhead and about
-// 3,000 active connections' relay buffers (256 KiB each) besides.
+// KafkaFilters and neither the parameters' resources nor the default ones set a limit, unless
+// FilterMemoryLimitFactor times the proxy's filter budget is more. Filters decompress and parse
+// record batches: memory that grows with what clients send, not only with the connection count.
+// The proxy bounds it (limits.filterMemoryBytes, 256 MiB by default, and maxBatchBytes per
+// batch), and a limit with GOMEMLIMIT below it makes the Go runtime collect garbage before the
+// kernel kills the pod, so one pod's overload does not take the node's memory. 1 GiB is four
+// times the default filter budget: room for the budget, the Go runtime's overhead and about 3,000
+// active connections' relay buffers (256 KiB each) besides.
 func DefaultFilterMemoryLimit() resource.Quantity { return resource.MustParse("1Gi") }
+
+// FilterMemoryLimitFactor: the default memory limit of a proxy that runs filters is at least this
+// many times its filter budget (config.Limits.FilterMemoryBytes), so a larger budget raises it.
+const FilterMemoryLimitFactor = 4
 
 // GoMemLimitPercent is GOMEMLIMIT as a share of the container's memory limit: the Go runtime
 // collects garbage harder as the heap nears it, leaving the rest for stacks, goroutines' buffers
 // outside the heap and the runtime's own memory.
 const GoMemLimitPercent = 90
 
-// memoryDefaults gives a container that runs filters the default memory limit when it has none
-// (at least its memory request, which a limit may not be under), and sets GOMEMLIMIT to
-// GoMemLimitPercent of the memory limit whenever there is one.
-func memoryDefaults(c *corev1.Container, filters bool) {
+// memoryDefaults gives a container that runs filters (with a filter budget of filterBudget
+// bytes) a default memory limit when it has none: DefaultFilterMemoryLimit, or
+// FilterMemoryLimitFactor times the budget, or its memory request (which a limit may not be
+// under), whichever is most. It sets GOMEMLIMIT to GoMemLimitPercent of the memory limit whenever
+// there is one.
+func memoryDefaults(c *corev1.Container, filters bool, filterBudget int64) {
 	limit, limited := c.Resources.Limits[corev1.ResourceMemory]
 	if !limited && filters {
 		limit = DefaultFilterMemoryLimit()
+		if filterBudget > 0 && filterBudget <= math.MaxInt64/FilterMemoryLimitFactor {
+			const mib = 1 << 20
+			scaled := (filterBudget*FilterMemoryLimitFactor + mib - 1) / mib // in MiB, rounded up
+			if q := *resource.NewQuantity(scaled*mib, resource.BinarySI); q.Cmp(limit) > 0 {
+				limit = q
+			}
+		}
 		if req, ok := c.Resources.Requests[corev1.ResourceMemory]; ok && req.Cmp(limit) > 0 {
 			limit = req.DeepCopy()
 		}
@@ -160,9 +175,9 @@ func (t *translator) checkPodSettings(spec *kroxyliciousv1alpha1.KafkaGatewayPar
 
 // decorateDeployment applies the pod settings, resources and logging flags to the proxy
 // Deployment, and the memory defaults (memoryDefaults; filters: its virtual clusters run
-// KafkaFilters). Labels and annotations already on the pod template (kafkalink's and the
-// gateway's infrastructure metadata) are kept.
-func (t *translator) decorateDeployment(dep *appsv1.Deployment, filters bool) {
+// KafkaFilters, within a budget of filterBudget bytes). Labels and annotations already on the pod
+// template (kafkalink's and the gateway's infrastructure metadata) are kept.
+func (t *translator) decorateDeployment(dep *appsv1.Deployment, filters bool, filterBudget int64) {
 	tmpl := &dep.Spec.Template
 	c := &tmpl.Spec.Containers[0]
 	c.Resources = DefaultResources()
@@ -170,7 +185,7 @@ func (t *translator) decorateDeployment(dep *appsv1.Deployment, filters bool) {
 	if spec != nil && spec.Resources != nil {
 		c.Resources = *spec.Resources.DeepCopy()
 	}
-	memoryDefaults(c, filters)
+	memoryDefaults(c, filters, filterBudget)
 	if spec == nil {
 		return
 	}

@@ -14,20 +14,28 @@ func TestMemoryDefaults(t *testing.T) {
 	for name, tc := range map[string]struct {
 		resources  corev1.ResourceRequirements
 		filters    bool
+		budget     int64  // the filter budget; 0 is the proxy's default, 256 MiB
 		wantLimit  string // "" for none
 		wantMemEnv string // "" for none
 	}{
-		"no filters, default resources":   {DefaultResources(), false, "", ""},
-		"filters, default resources":      {DefaultResources(), true, "1Gi", "921MiB"},
-		"filters, the user's limit":       {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")}}, true, "2Gi", "1843MiB"},
-		"filters, a request above 1Gi":    {corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("3Gi")}}, true, "3Gi", "2764MiB"},
-		"filters, a CPU limit only":       {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("2")}}, true, "1Gi", "921MiB"},
-		"no filters, the user's limit":    {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("512Mi")}}, false, "512Mi", "460MiB"},
-		"no filters, a limit in bytes":    {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1000000")}}, false, "1000000", "900000"},
-		"no filters, a decimal limit (G)": {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1G")}}, false, "1G", "858MiB"},
+		"no filters, default resources":   {DefaultResources(), false, 0, "", ""},
+		"filters, default resources":      {DefaultResources(), true, 0, "1Gi", "921MiB"},
+		"filters, the user's limit":       {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("2Gi")}}, true, 0, "2Gi", "1843MiB"},
+		"filters, a request above 1Gi":    {corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: q("3Gi")}}, true, 0, "3Gi", "2764MiB"},
+		"filters, a CPU limit only":       {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("2")}}, true, 0, "1Gi", "921MiB"},
+		"no filters, the user's limit":    {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("512Mi")}}, false, 0, "512Mi", "460MiB"},
+		"no filters, a limit in bytes":    {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1000000")}}, false, 0, "1000000", "900000"},
+		"filters, a 512Mi budget":         {DefaultResources(), true, 512 << 20, "2Gi", "1843MiB"},
+		"filters, an odd budget":          {DefaultResources(), true, 300<<20 + 1, "1201Mi", "1080MiB"},
+		"filters, a budget and a limit":   {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}}, true, 512 << 20, "1Gi", "921MiB"},
+		"no filters, a decimal limit (G)": {corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1G")}}, false, 0, "1G", "858MiB"},
 	} {
 		c := &corev1.Container{Resources: *tc.resources.DeepCopy(), Env: []corev1.EnvVar{{Name: "GODEBUG", Value: "fips140=on"}}}
-		memoryDefaults(c, tc.filters)
+		budget := tc.budget
+		if budget == 0 {
+			budget = 256 << 20
+		}
+		memoryDefaults(c, tc.filters, budget)
 		got, ok := c.Resources.Limits[corev1.ResourceMemory]
 		switch {
 		case tc.wantLimit == "" && ok:
