@@ -25,8 +25,12 @@ type Budget struct {
 // NewBudget makes a budget of size bytes.
 func NewBudget(size int64) *Budget { return &Budget{sem: semaphore.NewWeighted(size), size: size} }
 
-// acquire takes n bytes, waiting up to budgetWait for them.
+// acquire takes n bytes, waiting up to budgetWait for them. More than a quarter of the budget
+// at once is refused as too large without waiting: a waiter holds up every request behind it.
 func (b *Budget) acquire(ctx context.Context, n int) error {
+	if int64(n) > b.size/4 {
+		return fmt.Errorf("%w: %d bytes at once, more than a quarter of limits.filterMemoryBytes (%d)", records.ErrTooLarge, n, b.size)
+	}
 	if b.sem.TryAcquire(int64(n)) {
 		return nil
 	}
@@ -117,6 +121,21 @@ func (a *Allowance) Take(n int) error {
 	}
 	a.left -= n
 	a.held += int64(n)
+	return nil
+}
+
+// Reserve implements records.Allowance: n bytes of working memory from the budget, not the
+// share, given back with the rest when the request or response has been handled.
+func (a *Allowance) Reserve(n int) error {
+	if a == nil || a.lim.Budget == nil || n <= 0 {
+		return nil
+	}
+	if err := a.lim.Budget.acquire(a.ctx, n); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.held += int64(n)
+	a.mu.Unlock()
 	return nil
 }
 

@@ -481,7 +481,7 @@ func decodeBody(req kmsg.Request, key, version int16, body []byte, a *Allowance)
 	if err != nil {
 		return fmt.Errorf("%w: %s v%d request: %w", errMalformed, kmsg.NameForKey(key), version, err)
 	}
-	if err := a.Take(values * decodedValueSize); err != nil {
+	if err := a.Reserve(values * decodedValueSize); err != nil {
 		return fmt.Errorf("%w: %s v%d request of %d values: %w", errTooLarge, kmsg.NameForKey(key), version, values, err)
 	}
 	return read(body)

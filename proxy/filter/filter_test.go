@@ -164,19 +164,28 @@ func TestFetchSizesCapped(t *testing.T) {
 
 // TestAllowance: a request's share is Ratio times its size (at least the floor, at most
 // MaxShare), and all requests together take at most the budget: one that cannot get room in
-// time fails with ErrBusy, and gets it once another gives its share back.
+// time fails with ErrBusy, and gets it once another gives its share back; more than a quarter
+// of the budget at once is refused without waiting.
 func TestAllowance(t *testing.T) {
-	lim := filter.Limits{MaxFrame: 1 << 20, MaxShare: 100 << 20, MaxBatch: 8 << 20, Ratio: 64, Budget: filter.NewBudget(3 << 20)}
+	lim := filter.Limits{MaxFrame: 1 << 20, MaxShare: 100 << 20, MaxBatch: 8 << 20, Ratio: 64, Budget: filter.NewBudget(8 << 20)}
 	for size, want := range map[int]int{1000: config.DecompressionFloor, 1 << 20: 64 << 20, 1 << 30: 100 << 20} {
 		if got := filter.NewAllowance(context.Background(), lim, size).Left(); got != want {
 			t.Errorf("a frame of %d bytes: share %d, want %d", size, got, want)
 		}
 	}
 	a := filter.NewAllowance(context.Background(), lim, 1<<20)
-	if err := a.Take(65 << 20); !errors.Is(err, records.ErrTooLarge) {
-		t.Errorf("over the share: %v, want ErrTooLarge", err)
+	if err := a.Take(65 << 20); !errors.Is(err, records.ErrShareSpent) {
+		t.Errorf("over the share: %v, want ErrShareSpent", err)
 	}
-	if err := a.Take(2 << 20); err != nil {
+	if err := a.Reserve(3 << 20); !errors.Is(err, records.ErrTooLarge) {
+		t.Errorf("over a quarter of the budget at once: %v, want ErrTooLarge", err)
+	}
+	for range 3 {
+		if err := a.Take(2 << 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Reserve(2 << 20); err != nil {
 		t.Fatal(err)
 	}
 	b := filter.NewAllowance(context.Background(), lim, 1<<20)
@@ -190,8 +199,8 @@ func TestAllowance(t *testing.T) {
 }
 
 // TestDecodedValuesCharged: a request of many tiny elements (a Produce of 100,000 topics of one
-// empty partition, 9 bytes each on the wire, 104 once decoded) takes the decoded size from its
-// share before kmsg decodes it, and is refused when that does not fit.
+// empty partition, 9 bytes each on the wire, 104 once decoded) takes the decoded size from the
+// budget before kmsg decodes it, and is refused when that does not fit.
 func TestDecodedValuesCharged(t *testing.T) {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
@@ -206,12 +215,11 @@ func TestDecodedValuesCharged(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := filter.DefaultLimits()
-	lim.Ratio = 1 // a share of max(frame, 1 MiB): under the 200,000 values' 25 MiB
-	if _, _, _, err := c.WithLimits(lim).Request(frame); err == nil {
-		t.Errorf("a %d-byte frame of 200,000 values was decoded within a share of %d bytes", len(frame), max(len(frame), config.DecompressionFloor))
-	}
-	lim.Ratio = 64
 	if _, _, _, err := c.WithLimits(lim).Request(frame); err != nil {
-		t.Errorf("within its share: %v", err)
+		t.Errorf("within the budget: %v", err)
+	}
+	lim.Budget = filter.NewBudget(64 << 20) // a quarter, 16 MiB, under the 200,000 values' 25 MiB
+	if _, _, _, err := c.WithLimits(lim).Request(frame); err == nil {
+		t.Errorf("a %d-byte frame of 200,000 values was decoded with a budget of 64 MiB", len(frame))
 	}
 }

@@ -44,15 +44,22 @@ const DefaultMaxBatch = 8 << 20
 
 // Allowance bounds what decoding and re-encoding batches may allocate: the proxy's filters
 // give each request and response one (filter.Allowance), shared by all its batches.
+// Decompressed bytes count against its share (Take); the working memory made of them (decoded
+// records, re-encoded batches) against the process's budget only (Reserve), so that a request
+// of very compressible records is bounded by what it decompresses to, not refused for what
+// re-encoding it costs.
 type Allowance interface {
 	// MaxBatch is the most one batch's records may take once decompressed.
 	MaxBatch() int
 	// Left is what may still be taken.
 	Left() int
-	// Take reserves n bytes, or fails (ErrTooLarge past Left, or the process has no room).
+	// Take reserves n decompressed bytes, or fails (ErrShareSpent past Left, or the process
+	// has no room).
 	Take(n int) error
-	// Give returns n reserved bytes that were not used.
+	// Give returns n bytes reserved by Take that were not used.
 	Give(n int)
+	// Reserve reserves n bytes of working memory, or fails (the process has no room).
+	Reserve(n int) error
 }
 
 // ErrMalformed marks bytes that are not a record batch this package reads.
@@ -146,7 +153,7 @@ func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 	if b.Header.NumRecords < 0 || int64(b.Header.NumRecords) > int64(len(plain)/minRecordLen) {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrMalformed, b.Header.NumRecords, len(plain))
 	}
-	if err := take(a, int(b.Header.NumRecords)*recordSize); err != nil {
+	if err := reserve(a, int(b.Header.NumRecords)*recordSize); err != nil {
 		return nil, err
 	}
 	b.Records = make([]kmsg.Record, 0, b.Header.NumRecords)
@@ -159,7 +166,7 @@ func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 		if err := r.ReadFrom(plain[:n+int(length)]); err != nil {
 			return nil, fmt.Errorf("%w: record %d: %w", ErrMalformed, i, err)
 		}
-		if err := take(a, len(r.Headers)*headerSize); err != nil {
+		if err := reserve(a, len(r.Headers)*headerSize); err != nil {
 			return nil, err
 		}
 		b.Records = append(b.Records, r)
@@ -203,7 +210,7 @@ func (b *Batch) AppendRewritten(dst []byte, rw *Rewrite) ([]byte, error) {
 	if b.Codec() != CodecNone {
 		cost += hint
 	}
-	if err := take(b.allowance, cost); err != nil {
+	if err := reserve(b.allowance, cost); err != nil {
 		return nil, err
 	}
 	out := h.AppendTo(slices.Grow(dst, batchHeaderLen+hint))
@@ -331,12 +338,12 @@ func (b *Batch) sizeHint(rw *Rewrite) int {
 	return n
 }
 
-// take charges a, when there is one.
-func take(a Allowance, n int) error {
+// reserve charges a's working memory, when there is an a.
+func reserve(a Allowance, n int) error {
 	if a == nil {
 		return nil
 	}
-	return a.Take(n)
+	return a.Reserve(n)
 }
 
 // decompressWithin decompresses a batch's records: at most a's MaxBatch and what a has left,
