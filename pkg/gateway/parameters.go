@@ -141,6 +141,21 @@ func (t *translator) deniedDomain(pattern string) string {
 	return ""
 }
 
+// filterLimitsProblem checks the filter limits against each other, defaults filled in, as the
+// proxy's validation does, so that the gateway reports them instead of the proxy refusing its
+// configuration.
+func filterLimitsProblem(l config.Limits) *refProblem {
+	c := config.Config{Limits: l}
+	c.Default()
+	switch d := c.Limits; {
+	case d.MaxFilteredFrameBytes > d.MaxFrameBytes:
+		return invalidParameters("limits.maxFilteredFrameBytes (%d) must not exceed maxFrameBytes (%d)", d.MaxFilteredFrameBytes, d.MaxFrameBytes)
+	case d.FilterMemoryBytes < int64(d.MaxBatchBytes):
+		return invalidParameters("limits.filterMemoryBytes (%d) must be at least maxBatchBytes (%d)", d.FilterMemoryBytes, d.MaxBatchBytes)
+	}
+	return nil
+}
+
 // readLimits copies the parameters' limits into the proxy configuration's; the proxy's defaults
 // fill what is left out.
 func (t *translator) readLimits(l *kroxyliciousv1alpha1.ProxyLimits) *refProblem {
@@ -156,6 +171,9 @@ func (t *translator) readLimits(l *kroxyliciousv1alpha1.ProxyLimits) *refProblem
 		{"maxConnectionsPerSource", l.MaxConnectionsPerSource, &t.limits.MaxConnectionsPerSource},
 		{"handshakesPerSecond", l.HandshakesPerSecond, &t.limits.HandshakesPerSecond},
 		{"maxFrameBytes", l.MaxFrameBytes, &t.limits.MaxFrameBytes},
+		{"maxFilteredFrameBytes", l.MaxFilteredFrameBytes, &t.limits.MaxFilteredFrameBytes},
+		{"maxBatchBytes", l.MaxBatchBytes, &t.limits.MaxBatchBytes},
+		{"decompressionRatio", l.DecompressionRatio, &t.limits.DecompressionRatio},
 	}
 	for _, f := range ints {
 		if f.in == nil {
@@ -165,6 +183,12 @@ func (t *translator) readLimits(l *kroxyliciousv1alpha1.ProxyLimits) *refProblem
 			return invalidParameters("limits.%s must be positive", f.name)
 		}
 		*f.out = *f.in
+	}
+	if l.FilterMemoryBytes != nil {
+		t.limits.FilterMemoryBytes = *l.FilterMemoryBytes
+	}
+	if p := filterLimitsProblem(t.limits); p != nil {
+		return p
 	}
 	durations := []struct {
 		name string

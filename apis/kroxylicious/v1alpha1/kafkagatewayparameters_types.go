@@ -233,6 +233,7 @@ type ServiceSettings struct {
 }
 
 // ProxyLimits are passed to the proxy configuration's limits as written.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxFilteredFrameBytes) || !has(self.maxFrameBytes) || self.maxFilteredFrameBytes <= self.maxFrameBytes",message="maxFilteredFrameBytes must not exceed maxFrameBytes"
 type ProxyLimits struct {
 	// MaxConnections caps concurrent client connections over all listeners.
 	// +optional
@@ -261,6 +262,28 @@ type ProxyLimits struct {
 	// WriteTimeout closes a connection whose peer does not accept written bytes for this long.
 	// +optional
 	WriteTimeout *LimitDuration `json:"writeTimeout,omitempty"`
+	// MaxFilteredFrameBytes is the largest frame a KafkaFilter decodes (default 16 MiB), at
+	// most maxFrameBytes.
+	// +optional
+	// +kubebuilder:validation:Minimum=1024
+	MaxFilteredFrameBytes *int32 `json:"maxFilteredFrameBytes,omitempty"`
+	// MaxBatchBytes is the largest record batch a KafkaFilter decompresses (default 8 MiB).
+	// +optional
+	// +kubebuilder:validation:Minimum=1024
+	MaxBatchBytes *int32 `json:"maxBatchBytes,omitempty"`
+	// DecompressionRatio bounds what a request's or response's records may take once
+	// decompressed, as a multiple of its size (default 128; at least 1 MiB, at most
+	// maxFrameBytes).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	DecompressionRatio *int32 `json:"decompressionRatio,omitempty"`
+	// FilterMemoryBytes is the proxy's budget for KafkaFilter buffers over all connections
+	// (default 256 MiB): requests beyond it wait briefly, then get a retriable error. Keep it
+	// well under the container's memory limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1048576
+	FilterMemoryBytes *int64 `json:"filterMemoryBytes,omitempty"`
 }
 
 // LimitDuration is a positive Go duration string such as "30s" or "10m".

@@ -1185,6 +1185,26 @@ func (in *ProxyLimits) DeepCopyInto(out *ProxyLimits) {
 		*out = new(LimitDuration)
 		**out = **in
 	}
+	if in.MaxFilteredFrameBytes != nil {
+		in, out := &in.MaxFilteredFrameBytes, &out.MaxFilteredFrameBytes
+		*out = new(int32)
+		**out = **in
+	}
+	if in.MaxBatchBytes != nil {
+		in, out := &in.MaxBatchBytes, &out.MaxBatchBytes
+		*out = new(int32)
+		**out = **in
+	}
+	if in.DecompressionRatio != nil {
+		in, out := &in.DecompressionRatio, &out.DecompressionRatio
+		*out = new(int32)
+		**out = **in
+	}
+	if in.FilterMemoryBytes != nil {
+		in, out := &in.FilterMemoryBytes, &out.FilterMemoryBytes
+		*out = new(int64)
+		**out = **in
+	}
 	return
 }
 

@@ -43,6 +43,19 @@ type ProxyLimitsApplyConfiguration struct {
 	FirstRequestTimeout *kroxyliciousv1alpha1.LimitDuration `json:"firstRequestTimeout,omitempty"`
 	// WriteTimeout closes a connection whose peer does not accept written bytes for this long.
 	WriteTimeout *kroxyliciousv1alpha1.LimitDuration `json:"writeTimeout,omitempty"`
+	// MaxFilteredFrameBytes is the largest frame a KafkaFilter decodes (default 16 MiB), at
+	// most maxFrameBytes.
+	MaxFilteredFrameBytes *int32 `json:"maxFilteredFrameBytes,omitempty"`
+	// MaxBatchBytes is the largest record batch a KafkaFilter decompresses (default 8 MiB).
+	MaxBatchBytes *int32 `json:"maxBatchBytes,omitempty"`
+	// DecompressionRatio bounds what a request's or response's records may take once
+	// decompressed, as a multiple of its size (default 128; at least 1 MiB, at most
+	// maxFrameBytes).
+	DecompressionRatio *int32 `json:"decompressionRatio,omitempty"`
+	// FilterMemoryBytes is the proxy's budget for KafkaFilter buffers over all connections
+	// (default 256 MiB): requests beyond it wait briefly, then get a retriable error. Keep it
+	// well under the container's memory limit.
+	FilterMemoryBytes *int64 `json:"filterMemoryBytes,omitempty"`
 }
 
 // ProxyLimitsApplyConfiguration constructs a declarative configuration of the ProxyLimits type for use with
@@ -104,5 +117,37 @@ func (b *ProxyLimitsApplyConfiguration) WithFirstRequestTimeout(value kroxylicio
 // If called multiple times, the WriteTimeout field is set to the value of the last call.
 func (b *ProxyLimitsApplyConfiguration) WithWriteTimeout(value kroxyliciousv1alpha1.LimitDuration) *ProxyLimitsApplyConfiguration {
 	b.WriteTimeout = &value
+	return b
+}
+
+// WithMaxFilteredFrameBytes sets the MaxFilteredFrameBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxFilteredFrameBytes field is set to the value of the last call.
+func (b *ProxyLimitsApplyConfiguration) WithMaxFilteredFrameBytes(value int32) *ProxyLimitsApplyConfiguration {
+	b.MaxFilteredFrameBytes = &value
+	return b
+}
+
+// WithMaxBatchBytes sets the MaxBatchBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the MaxBatchBytes field is set to the value of the last call.
+func (b *ProxyLimitsApplyConfiguration) WithMaxBatchBytes(value int32) *ProxyLimitsApplyConfiguration {
+	b.MaxBatchBytes = &value
+	return b
+}
+
+// WithDecompressionRatio sets the DecompressionRatio field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DecompressionRatio field is set to the value of the last call.
+func (b *ProxyLimitsApplyConfiguration) WithDecompressionRatio(value int32) *ProxyLimitsApplyConfiguration {
+	b.DecompressionRatio = &value
+	return b
+}
+
+// WithFilterMemoryBytes sets the FilterMemoryBytes field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the FilterMemoryBytes field is set to the value of the last call.
+func (b *ProxyLimitsApplyConfiguration) WithFilterMemoryBytes(value int64) *ProxyLimitsApplyConfiguration {
+	b.FilterMemoryBytes = &value
 	return b
 }
