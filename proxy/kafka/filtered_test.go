@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"encoding/binary"
+	"bytes"
 	"errors"
 	"io"
 	"runtime"
 	"testing"
+	"testing/iotest"
 )
 
 // wantAll is a Filters stand-in that wants every key and forwards frames unchanged.
@@ -87,5 +89,23 @@ func TestFilteredFrameOverLimit(t *testing.T) {
 	err := CopyRequests(&stalled{b: announce(2 << 20), release: release}, io.Discard, make(chan Pending, 4), 100<<20, nil, nil, wantAll{max: 1 << 20}, nil)
 	if !errors.Is(err, ErrMalformed) {
 		t.Errorf("a 2 MiB request for filters taking 1 MiB: %v", err)
+	}
+}
+
+// TestReadFrameKeepsEveryByte: frames of every size class, read in small pieces into pooled
+// buffers that grow, come out whole and exact, also when the pools hand back used buffers.
+func TestReadFrameKeepsEveryByte(t *testing.T) {
+	for round := range 2 {
+		for _, size := range []int{1, 64 << 10, 64<<10 + 1, 300 << 10, 1 << 20, 5<<20 + 3} {
+			want := make([]byte, size)
+			for i := range want {
+				want[i] = byte(i*7 + round + size)
+			}
+			got, err := readFrame(iotest.OneByteReader(bytes.NewReader(want)), int64(size))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("round %d, %d bytes: %d bytes read, equal %v, %v", round, size, len(got), bytes.Equal(got, want), err)
+			}
+			putFrame(got)
+		}
 	}
 }

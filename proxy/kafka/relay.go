@@ -215,9 +215,9 @@ func readFrame(src io.Reader, total int64) ([]byte, error) {
 	buf := getFrame(int(min(total, frameClasses[0])))
 	for int64(len(buf)) < total {
 		if len(buf) == cap(buf) {
-			grown := getFrame(int(min(total, 4*int64(cap(buf)))))
-			buf = append(grown, buf...)
-			putFrame(buf[:0])
+			old := buf
+			buf = append(getFrame(int(min(total, 4*int64(cap(buf))))), old...)
+			putFrame(old)
 		}
 		n, err := io.ReadFull(src, buf[len(buf):min(int64(cap(buf)), total)])
 		buf = buf[:len(buf)+n]
