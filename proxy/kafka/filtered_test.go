@@ -93,19 +93,28 @@ func TestFilteredFrameOverLimit(t *testing.T) {
 }
 
 // TestReadFrameKeepsEveryByte: frames of every size class, read in small pieces into pooled
-// buffers that grow, come out whole and exact, also when the pools hand back used buffers.
+// buffers that grow, come out whole and exact, also while other frames read after them are
+// held and when the pools hand back used buffers.
 func TestReadFrameKeepsEveryByte(t *testing.T) {
 	for round := range 2 {
-		for _, size := range []int{1, 64 << 10, 64<<10 + 1, 300 << 10, 1 << 20, 5<<20 + 3} {
-			want := make([]byte, size)
-			for i := range want {
-				want[i] = byte(i*7 + round + size)
+		sizes := []int{1, 64 << 10, 64<<10 + 1, 300 << 10, 1 << 20, 5<<20 + 3, 300 << 10, 2 << 20}
+		wants, gots := make([][]byte, len(sizes)), make([][]byte, len(sizes))
+		for i, size := range sizes {
+			wants[i] = make([]byte, size)
+			for j := range wants[i] {
+				wants[i][j] = byte(j*7 + round + i)
 			}
-			got, err := readFrame(iotest.OneByteReader(bytes.NewReader(want)), int64(size))
-			if err != nil || !bytes.Equal(got, want) {
-				t.Fatalf("round %d, %d bytes: %d bytes read, equal %v, %v", round, size, len(got), bytes.Equal(got, want), err)
+			got, err := readFrame(iotest.HalfReader(bytes.NewReader(wants[i])), int64(size))
+			if err != nil {
+				t.Fatal(err)
 			}
-			putFrame(got)
+			gots[i] = got
+		}
+		for i := range sizes {
+			if !bytes.Equal(gots[i], wants[i]) {
+				t.Fatalf("round %d, frame %d of %d bytes: changed after later frames were read", round, i, sizes[i])
+			}
+			putFrame(gots[i])
 		}
 	}
 }
