@@ -505,8 +505,9 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 			continue
 		}
 		changed = true
+		var last openedDEK
 		for i := range batch.Records {
-			if err := e.decryptRecord(ctx, &batch.Records[i], topic, l); err != nil {
+			if err := e.decryptRecord(ctx, &batch.Records[i], topic, l, &last); err != nil {
 				return nil, err
 			}
 		}
@@ -592,7 +593,14 @@ func (s *sealer) rewrite() *records.Rewrite {
 // errMalformedValue marks an encrypted value that is not in the format.
 var errMalformedValue = errors.New("encrypted value not in the record encryption format")
 
-func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups) error {
+// openedDEK is the DEK the previous record of a batch named: a batch's records nearly always
+// share one, so the next record skips the cache (its key is built from the wrapped DEK).
+type openedDEK struct {
+	kekID, edek []byte
+	aead        cipher.AEAD
+}
+
+func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups, last *openedDEK) error {
 	hi := encryptedHeader(*r)
 	if hi < 0 || r.Value == nil {
 		return nil
@@ -613,13 +621,20 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	}
 	kekID, ok1 := field()
 	edek, ok2 := field()
-	if !ok1 || !ok2 || len(v) < 12 || !legalKEKID(string(kekID)) {
+	if !ok1 || !ok2 || len(v) < 12 {
 		return errMalformedValue
 	}
-	aead, err := e.openDEK(ctx, string(kekID), edek, l)
-	if err != nil {
-		return err
+	if last.aead == nil || !bytes.Equal(kekID, last.kekID) || !bytes.Equal(edek, last.edek) {
+		if !legalKEKID(string(kekID)) {
+			return errMalformedValue
+		}
+		aead, err := e.openDEK(ctx, string(kekID), edek, l)
+		if err != nil {
+			return err
+		}
+		*last = openedDEK{kekID: kekID, edek: edek, aead: aead}
 	}
+	aead := last.aead
 	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
 	ct := v[aead.NonceSize():]
 	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, aad(topic))

@@ -157,6 +157,7 @@ func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 		return nil, err
 	}
 	b.Records = make([]kmsg.Record, 0, b.Header.NumRecords)
+	headers := 0
 	for i := int32(0); i < b.Header.NumRecords; i++ {
 		length, n := binary.Varint(plain)
 		if n <= 0 || length < 0 || length > int64(len(plain)-n) {
@@ -166,14 +167,17 @@ func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 		if err := r.ReadFrom(plain[:n+int(length)]); err != nil {
 			return nil, fmt.Errorf("%w: record %d: %w", ErrMalformed, i, err)
 		}
-		if err := reserve(a, len(r.Headers)*headerSize); err != nil {
-			return nil, err
-		}
+		headers += len(r.Headers)
 		b.Records = append(b.Records, r)
 		plain = plain[n+int(length):]
 	}
 	if len(plain) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the last record", ErrMalformed, len(plain))
+	}
+	// Headers are counted once decoded (at most one per two bytes of records): one charge per
+	// batch rather than one per record.
+	if err := reserve(a, headers*headerSize); err != nil {
+		return nil, err
 	}
 	return b, nil
 }
