@@ -1,8 +1,8 @@
 package kafka
 
 import (
-	"encoding/binary"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"runtime"
