@@ -14,6 +14,18 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter/records"
 )
 
+// ordersRequest is a Produce request of raw to partition 0 of orders.
+func ordersRequest(raw []byte) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = raw
+	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
+	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	return req
+}
+
 // TestJSONArrayBomb: one zstd-compressed record holding a 60 MiB JSON array (a few KB on the
 // wire) is refused as too large once decompressed, within the request's share of memory, and
 // never forwarded as valid.
@@ -25,13 +37,7 @@ func TestJSONArrayBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	value = nil
-	req := kmsg.NewPtrProduceRequest()
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "orders"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = raw
-	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	req := ordersRequest(raw)
 	lim := filter.DefaultLimits()
 	x := &filter.Exchange{Request: req, Allowance: filter.NewAllowance(context.Background(), lim, len(raw))}
 	v, err := build([]byte(ordersNeedID), nil)
@@ -74,13 +80,7 @@ func TestRefusalIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = "orders"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = raw
-	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
-	req.Topics = []kmsg.ProduceRequestTopic{rt}
+	req := ordersRequest(raw)
 	x := &filter.Exchange{Request: req}
 	if err := v.OnRequest(context.Background(), x); err != nil {
 		t.Fatal(err)
