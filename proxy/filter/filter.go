@@ -178,8 +178,8 @@ type Conn struct {
 // ForConnection is the chain as one connection's relay uses it.
 func (c *Chain) ForConnection() *Conn { return &Conn{Chain: c} }
 
-// State returns what f keeps for this connection, made by make the first time.
-func (c *Conn) State(f Filter, make func() any) any {
+// State returns what f keeps for this connection, made by init the first time.
+func (c *Conn) State(f Filter, init func() any) any {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.state[f]
@@ -187,7 +187,7 @@ func (c *Conn) State(f Filter, make func() any) any {
 		if c.state == nil {
 			c.state = map[Filter]any{}
 		}
-		v = make()
+		v = init()
 		c.state[f] = v
 	}
 	return v
