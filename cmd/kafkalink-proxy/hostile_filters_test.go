@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,10 +125,6 @@ func (r *hfRow) expect(t *testing.T, ok bool, format string, args ...any) bool {
 		t.Error(msg)
 	}
 	return false
-}
-
-func (r *hfRow) note(format string, args ...any) {
-	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }
 
 func hfTable(rows []*hfRow, reportOnly bool) string {
@@ -651,7 +648,7 @@ func (p *hfProxy) goodClient(ctx context.Context, vc string) error {
 	}
 	at := map[string]map[int32]kgo.Offset{"enc": {rec.Partition: kgo.NewOffset().At(rec.Offset)}}
 	for _, through := range []string{"proxy", "broker"} {
-		o := append(opts, kgo.ConsumePartitions(at))
+		o := append(slices.Clone(opts), kgo.ConsumePartitions(at))
 		if through == "broker" {
 			o = []kgo.Opt{kgo.SeedBrokers(p.kfake.ListenAddrs()...), kgo.ConsumePartitions(at)}
 		}
@@ -769,7 +766,7 @@ func (r *rawConn) hello() error {
 		return fmt.Errorf("ApiVersions: %w", err)
 	}
 	if code := resp.(*kmsg.ApiVersionsResponse).ErrorCode; code != 0 {
-		return fmt.Errorf("ApiVersions: %v", kerr.ErrorForCode(code))
+		return fmt.Errorf("ApiVersions: %w", kerr.ErrorForCode(code))
 	}
 	return nil
 }

@@ -33,9 +33,9 @@ current-context: x
 }
 
 // requestOnce makes a registry for one member whose kubeconfig names server (allowed: allowed),
-// has its handler read a Secret of the member, and returns the handler's error and the member's
-// Health once the item has been done.
-func requestOnce(t *testing.T, server string, allowed []string, ref Ref) (error, Health) {
+// has its handler read a Secret of the member, and returns, once the item has been done, the
+// member's Health and the handler's error.
+func requestOnce(t *testing.T, server string, allowed []string, ref Ref) (Health, error) {
 	t.Helper()
 	central := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a"},
 		Data: map[string][]byte{KubeconfigKey: memberKubeconfig(server)}})
@@ -68,7 +68,7 @@ func requestOnce(t *testing.T, server string, allowed []string, ref Ref) (error,
 	for !r.Health(ref).Known && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return err, r.Health(ref)
+	return r.Health(ref), err
 }
 
 // An allowed member API server that redirects elsewhere (here to a server that is not allowed)
@@ -87,7 +87,7 @@ func TestMemberClientFollowsNoRedirect(t *testing.T) {
 		redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, elsewhere.URL+r.URL.Path, code)
 		}))
-		err, health := requestOnce(t, redirector.URL, []string{redirector.URL}, Ref{})
+		health, err := requestOnce(t, redirector.URL, []string{redirector.URL}, Ref{})
 		redirector.Close()
 		if err == nil {
 			t.Fatalf("%d: the request succeeded", code)
@@ -131,7 +131,7 @@ func TestMemberErrorsQuoteNoBody(t *testing.T) {
 			w.WriteHeader(tc.code)
 			_, _ = w.Write([]byte(tc.body))
 		}))
-		err, health := requestOnce(t, srv.URL, []string{srv.URL}, Ref{})
+		health, err := requestOnce(t, srv.URL, []string{srv.URL}, Ref{})
 		srv.Close()
 		if err == nil {
 			t.Errorf("%s: the request succeeded", name)
@@ -179,7 +179,7 @@ func TestMemberServerURLShape(t *testing.T) {
 				server, ref = srv.URL, Ref{Namespace: "apps", Secret: "member-a", ClusterURL: tc.server}
 			}
 			called.Store(0)
-			err, health := requestOnce(t, server, []string{"*"}, ref)
+			health, err := requestOnce(t, server, []string{"*"}, ref)
 			refused := err != nil && called.Load() == 0
 			if refused == tc.ok {
 				t.Errorf("%s (clusterUrl %t): refused %t (%v), want %t", name, viaClusterURL, refused, err, !tc.ok)
@@ -228,7 +228,7 @@ func TestDescribe(t *testing.T) {
 func TestDescribeTLS(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 	defer srv.Close()
-	err, health := requestOnce(t, srv.URL, []string{srv.URL}, Ref{})
+	health, err := requestOnce(t, srv.URL, []string{srv.URL}, Ref{})
 	if err == nil || !strings.HasPrefix(health.Err, "TLS error with "+srv.URL+": ") || health.Reachable {
 		t.Errorf("a certificate of an unknown authority: %v, Health %+v", err, health)
 	}

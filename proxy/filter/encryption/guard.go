@@ -39,13 +39,20 @@ func legalTopic(name string) bool {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !topicChar[name[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// topicChar marks the bytes a legal topic name may hold: a-z, A-Z, 0-9, '.', '_' and '-'.
+var topicChar = func() (t [256]bool) {
+	for c := range t {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	return t
+}()
 
 // legalKEKID reports whether a KEK id read from a fetched record could have been written by the
 // filter: a template applied to a legal topic name gives printable ASCII, never a path.

@@ -36,7 +36,6 @@ func TestJSONArrayBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	value = nil
 	req := ordersRequest(raw)
 	lim := filter.DefaultLimits()
 	x := &filter.Exchange{Request: req, Allowance: filter.NewAllowance(context.Background(), lim, len(raw))}
