@@ -150,8 +150,8 @@ func filterLimitsProblem(l config.Limits) *refProblem {
 	switch d := c.Limits; {
 	case d.MaxFilteredFrameBytes > d.MaxFrameBytes:
 		return invalidParameters("limits.maxFilteredFrameBytes (%d) must not exceed maxFrameBytes (%d)", d.MaxFilteredFrameBytes, d.MaxFrameBytes)
-	case d.FilterMemoryBytes < int64(d.MaxBatchBytes):
-		return invalidParameters("limits.filterMemoryBytes (%d) must be at least maxBatchBytes (%d)", d.FilterMemoryBytes, d.MaxBatchBytes)
+	case d.FilterMemoryBytes < 4*int64(d.MaxBatchBytes):
+		return invalidParameters("limits.filterMemoryBytes (%d) must be at least four times maxBatchBytes (%d)", d.FilterMemoryBytes, d.MaxBatchBytes)
 	}
 	return nil
 }

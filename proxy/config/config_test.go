@@ -211,6 +211,15 @@ func TestValidate(t *testing.T) {
 		"a small frame limit fails": {
 			mutate: func(c *Config) { c.Limits.MaxFrameBytes = 10 }, wantErr: "limits.maxFrameBytes",
 		},
+		"a filtered frame limit above the frame limit fails": {
+			mutate: func(c *Config) { c.Limits.MaxFilteredFrameBytes = c.Limits.MaxFrameBytes + 1 }, wantErr: "limits.maxFilteredFrameBytes",
+		},
+		"a negative decompression ratio fails": {
+			mutate: func(c *Config) { c.Limits.DecompressionRatio = -1 }, wantErr: "limits.decompressionRatio",
+		},
+		"a filter budget under four batches fails": {
+			mutate: func(c *Config) { c.Limits.FilterMemoryBytes = 3 * int64(c.Limits.MaxBatchBytes) }, wantErr: "limits.filterMemoryBytes: must be at least four times maxBatchBytes",
+		},
 		"upstream brokers pass": {mutate: func(c *Config) {
 			c.VirtualClusters[0].UpstreamBrokers = []UpstreamBroker{{NodeID: 0, Address: "b-0.kafka.svc.cluster.local.:9093"}, {NodeID: 3, Address: "b-3:9093"}}
 		}},

@@ -169,8 +169,10 @@ func (c *Config) Validate() error {
 	if lim.DecompressionRatio < 1 {
 		errs.add("limits.decompressionRatio", "must be at least 1")
 	}
-	if lim.FilterMemoryBytes < int64(lim.MaxBatchBytes) {
-		errs.add("limits.filterMemoryBytes", "must be at least maxBatchBytes (%d)", lim.MaxBatchBytes)
+	if lim.FilterMemoryBytes < 4*int64(lim.MaxBatchBytes) {
+		// A batch is decompressed within one acquisition of the budget, and no acquisition may
+		// take more than a quarter of it.
+		errs.add("limits.filterMemoryBytes", "must be at least four times maxBatchBytes (%d)", lim.MaxBatchBytes)
 	}
 	if lim.MaxConnections < 1 {
 		errs.add("limits.maxConnections", "must be positive")
