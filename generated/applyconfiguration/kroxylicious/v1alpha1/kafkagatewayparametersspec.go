@@ -55,6 +55,9 @@ type KafkaGatewayParametersSpecApplyConfiguration struct {
 	// Resources of the proxy container. Left out, the container requests cpu 100m and memory
 	// 128Mi and has no limits: enough to be scheduled and admitted under a ResourceQuota on
 	// requests, without throttling TLS handshakes or risking an OOM kill at a guessed size.
+	// Proxies whose routes run KafkaFilters (which decompress and parse what clients send) get a
+	// memory limit when none is set: 1Gi, or four times limits.filterMemoryBytes, or the memory
+	// request, whichever is largest. GOMEMLIMIT is set to 90% of any memory limit.
 	// A namespace whose ResourceQuota also covers limits needs them set here (or a LimitRange).
 	Resources *v1.ResourceRequirements `json:"resources,omitempty"`
 	// Logging sets the proxy's log verbosity and format.
