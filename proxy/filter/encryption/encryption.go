@@ -480,7 +480,9 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 		if err != nil {
 			return nil, err
 		}
-		if out, err = batch.AppendRewritten(out, newSealer(batch, kekID, topic, d).rewrite()); err != nil {
+		out, err = batch.AppendRewritten(out, newSealer(batch, kekID, topic, d).rewrite())
+		batch.Release()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -502,6 +504,9 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		}
 		if err != nil || !anyEncrypted(batch) {
 			out = append(out, b...) // not ours to change: passed on as the broker sent it
+			if batch != nil {
+				batch.Release()
+			}
 			continue
 		}
 		changed = true
@@ -511,7 +516,9 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 				return nil, err
 			}
 		}
-		if out, err = batch.AppendTo(out); err != nil {
+		out, err = batch.AppendTo(out)
+		batch.Release()
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/klauspost/compress/gzip"
@@ -83,6 +84,48 @@ type Batch struct {
 	Records []kmsg.Record
 	// allowance, from DecodeWithin, is charged for the batch's re-encoding too.
 	allowance Allowance
+	// plain is the pooled buffer of a compressed batch's records, which they point into.
+	plain []byte
+}
+
+// Release gives the buffer a compressed batch was decompressed into back to its pool: the
+// batch's records, which point into it, must not be used afterwards (they are cleared).
+// Filters call it once a batch is re-encoded or checked; a batch never released is only
+// garbage.
+func (b *Batch) Release() {
+	putPlain(b.plain)
+	b.plain, b.Records = nil, nil
+}
+
+// plainClasses are the sizes of pooled decompression buffers: 64 KiB times powers of four.
+// Every produced and fetched batch of an encrypting or validating virtual cluster is
+// decompressed, so fresh buffers for each were much of the compressed paths' garbage.
+var plainClasses = [...]int{64 << 10, 256 << 10, 1 << 20, 4 << 20}
+
+var plainPools [len(plainClasses)]sync.Pool
+
+// getPlain returns an empty buffer with room for n bytes: pooled up to the largest class.
+func getPlain(n int) []byte {
+	for i, c := range plainClasses {
+		if n <= c {
+			if b, ok := plainPools[i].Get().(*[]byte); ok {
+				return (*b)[:0]
+			}
+			return make([]byte, 0, c)
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// putPlain gives a buffer from getPlain back; one of another size is left to the collector.
+func putPlain(b []byte) {
+	for i, c := range plainClasses {
+		if cap(b) == c {
+			b = b[:0]
+			plainPools[i].Put(&b)
+			return
+		}
+	}
 }
 
 // Codec is the batch's compression.
@@ -149,6 +192,9 @@ func DecodeWithin(raw []byte, a Allowance) (*Batch, error) {
 	plain, err := decompressWithin(b.Codec(), b.Header.Records, a)
 	if err != nil {
 		return nil, err
+	}
+	if b.Codec() != CodecNone {
+		b.plain = plain
 	}
 	if b.Header.NumRecords < 0 || int64(b.Header.NumRecords) > int64(len(plain)/minRecordLen) {
 		return nil, fmt.Errorf("%w: %d records in %d bytes", ErrMalformed, b.Header.NumRecords, len(plain))
@@ -411,27 +457,33 @@ func decompress(c Codec, in []byte, limit int) ([]byte, error) {
 	return out, err
 }
 
-// readAtMost reads r to its end into a buffer that grows with what arrives, never past limit
-// bytes (io.ReadAll's growth could overshoot the limit by half).
+// readAtMost reads r to its end into a pooled buffer that grows (by four) with what arrives,
+// never reading past limit bytes (io.ReadAll's growth could overshoot the limit by half).
 func readAtMost(r io.Reader, limit int) ([]byte, error) {
-	buf := make([]byte, 0, min(limit, 64<<10))
+	buf := getPlain(min(limit, plainClasses[0]))
 	for {
-		if len(buf) == cap(buf) {
+		room := min(cap(buf), limit)
+		if len(buf) == room {
 			if len(buf) >= limit {
 				var one [1]byte
 				if n, _ := io.ReadFull(r, one[:]); n > 0 {
+					putPlain(buf)
 					return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 				}
 				return buf, nil
 			}
-			buf = slices.Grow(buf, min(cap(buf), limit-len(buf)))
+			old := buf
+			buf = append(getPlain(min(4*cap(buf), limit)), old...)
+			putPlain(old)
+			room = min(cap(buf), limit)
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):room])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
 			return buf, nil
 		}
 		if err != nil {
+			putPlain(buf)
 			return nil, err
 		}
 	}
@@ -462,7 +514,7 @@ func decompressSnappy(in []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, off := make([]byte, total), 0
+	out, off := getPlain(total)[:total], 0
 	err = eachXerialChunk(in, func(chunk []byte, size int) error {
 		if _, err := s2.Decode(out[off:off+size], chunk); err != nil {
 			return fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
@@ -503,7 +555,7 @@ func snappyBlock(in []byte, limit int) ([]byte, error) {
 	if n > limit {
 		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
 	}
-	out, err := s2.Decode(nil, in)
+	out, err := s2.Decode(getPlain(n)[:n], in)
 	if err != nil {
 		return nil, fmt.Errorf("%w: snappy: %w", ErrMalformed, err)
 	}

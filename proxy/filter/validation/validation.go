@@ -345,6 +345,7 @@ func validatePartition(checks [2]*check, raw []byte, a *filter.Allowance) (errs 
 	if err != nil {
 		return []recordError{{-1, err.Error()}}, 1, nil
 	}
+	var ref refusal
 	index := int32(0)
 	for _, b := range batches {
 		batch, err := records.DecodeWithin(b, a)
@@ -354,23 +355,40 @@ func validatePartition(checks [2]*check, raw []byte, a *filter.Allowance) (errs 
 		if err != nil {
 			return []recordError{{-1, err.Error()}}, 1, nil
 		}
-		for _, r := range batch.Records {
-			for i, part := range [][]byte{r.Key, r.Value} {
-				msg, err := checks[i].validateWithin(part, a)
-				if err != nil {
-					return nil, 0, err
-				}
-				if msg == "" {
-					continue
-				}
-				if total++; len(errs) < maxErrorRecords {
-					errs = append(errs, recordError{index, truncate([]string{"key", "value"}[i] + ": " + msg)})
-				}
-			}
-			index++
+		if index, err = ref.checkBatch(checks, batch, index, a); err != nil {
+			return nil, 0, err
 		}
 	}
-	return errs, total, nil
+	return ref.errs, ref.total, nil
+}
+
+// refusal gathers a partition's invalid records: the first maxErrorRecords, and how many.
+type refusal struct {
+	errs  []recordError
+	total int
+}
+
+// checkBatch checks the records of one decoded batch, numbered from first, gives the batch's
+// buffer back, and returns the number of the record after its last.
+func (ref *refusal) checkBatch(checks [2]*check, batch *records.Batch, first int32, a *filter.Allowance) (int32, error) {
+	defer batch.Release()
+	index := first
+	for _, r := range batch.Records {
+		for i, part := range [][]byte{r.Key, r.Value} {
+			msg, err := checks[i].validateWithin(part, a)
+			if err != nil {
+				return index, err
+			}
+			if msg == "" {
+				continue
+			}
+			if ref.total++; len(ref.errs) < maxErrorRecords {
+				ref.errs = append(ref.errs, recordError{index, truncate([]string{"key", "value"}[i] + ": " + msg)})
+			}
+		}
+		index++
+	}
+	return index, nil
 }
 
 // truncate cuts a message to maxErrorMessage bytes, on a UTF-8 boundary.
