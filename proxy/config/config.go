@@ -74,8 +74,9 @@ const (
 	// client can cause.
 	DefaultDecompressionRatio = 128
 	// DecompressionFloor is what any request or response may decompress to whatever its size,
-	// so a small request of very repetitive records still passes.
-	DecompressionFloor = 1024 * 1024
+	// so a small request of very repetitive records still passes. It is also the most a tiny
+	// request can make the proxy decompress, so it is kept small.
+	DecompressionFloor = 64 * 1024
 	// DefaultFilterMemoryBytes is the process-wide budget of filter buffers (decompressed
 	// records, re-encoded batches), shared by every connection.
 	DefaultFilterMemoryBytes = 256 * 1024 * 1024
@@ -248,7 +249,7 @@ type Limits struct {
 	// MaxBatchBytes is the largest record batch a filter decompresses, default 8 MiB.
 	MaxBatchBytes int32 `json:"maxBatchBytes,omitempty"`
 	// DecompressionRatio bounds the decompressed records of one request or response to this
-	// many times the frame's size (at least 1 MiB, at most MaxFrameBytes), default 128.
+	// many times the frame's size (at least 64 KiB, at most MaxFrameBytes), default 128.
 	DecompressionRatio int32 `json:"decompressionRatio,omitempty"`
 	// FilterMemoryBytes is the process-wide budget of filter buffers, default 256 MiB: a
 	// request that cannot get its share within a moment is refused with a retriable error.

@@ -114,28 +114,38 @@ func (a *Allowance) Take(n int) error {
 	if n > a.left {
 		return fmt.Errorf("%w: %d bytes were left, not %d", records.ErrShareSpent, a.left, n)
 	}
-	if a.lim.Budget != nil {
-		if err := a.lim.Budget.acquire(a.ctx, n); err != nil {
-			return err
-		}
+	if err := a.hold(n); err != nil {
+		return err
 	}
 	a.left -= n
-	a.held += int64(n)
 	return nil
 }
 
 // Reserve implements records.Allowance: n bytes of working memory from the budget, not the
 // share, given back with the rest when the request or response has been handled.
 func (a *Allowance) Reserve(n int) error {
-	if a == nil || a.lim.Budget == nil || n <= 0 {
+	if a == nil || n <= 0 {
 		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hold(n)
+}
+
+// hold takes n bytes from the budget for this request or response, which may hold at most a
+// quarter of the budget in all (its share and its working memory): one request never takes
+// every other's room. Over that, the request's share counts as spent. a.mu is held.
+func (a *Allowance) hold(n int) error {
+	if a.lim.Budget == nil {
+		return nil
+	}
+	if a.held+int64(n) > a.lim.Budget.size/4 {
+		return fmt.Errorf("%w: a request or response holds at most a quarter of limits.filterMemoryBytes (%d), and holds %d", records.ErrShareSpent, a.lim.Budget.size, a.held)
 	}
 	if err := a.lim.Budget.acquire(a.ctx, n); err != nil {
 		return err
 	}
-	a.mu.Lock()
 	a.held += int64(n)
-	a.mu.Unlock()
 	return nil
 }
 

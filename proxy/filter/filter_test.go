@@ -164,8 +164,8 @@ func TestFetchSizesCapped(t *testing.T) {
 
 // TestAllowance: a request's share is Ratio times its size (at least the floor, at most
 // MaxShare), and all requests together take at most the budget: one that cannot get room in
-// time fails with ErrBusy, and gets it once another gives its share back; more than a quarter
-// of the budget at once is refused without waiting.
+// time fails with ErrBusy, and gets it once another gives its share back; one request holds at
+// most a quarter of the budget.
 func TestAllowance(t *testing.T) {
 	lim := filter.Limits{MaxFrame: 1 << 20, MaxShare: 100 << 20, MaxBatch: 8 << 20, Ratio: 64, Budget: filter.NewBudget(8 << 20)}
 	for size, want := range map[int]int{1000: config.DecompressionFloor, 1 << 20: 64 << 20, 1 << 30: 100 << 20} {
@@ -180,12 +180,19 @@ func TestAllowance(t *testing.T) {
 	if err := a.Reserve(3 << 20); !errors.Is(err, records.ErrTooLarge) {
 		t.Errorf("over a quarter of the budget at once: %v, want ErrTooLarge", err)
 	}
-	for range 3 {
-		if err := a.Take(2 << 20); err != nil {
+	if err := a.Take(2 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve(1); !errors.Is(err, records.ErrShareSpent) {
+		t.Errorf("one request over a quarter of the budget in all: %v, want ErrShareSpent", err)
+	}
+	// Three more requests of a quarter each fill the budget.
+	for range 2 {
+		if err := filter.NewAllowance(context.Background(), lim, 1<<20).Take(2 << 20); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Reserve(2 << 20); err != nil {
+	if err := filter.NewAllowance(context.Background(), lim, 1<<20).Reserve(2 << 20); err != nil {
 		t.Fatal(err)
 	}
 	b := filter.NewAllowance(context.Background(), lim, 1<<20)

@@ -275,7 +275,7 @@ type ProxyLimits struct {
 	// +kubebuilder:validation:Minimum=1024
 	MaxBatchBytes *int32 `json:"maxBatchBytes,omitempty"`
 	// DecompressionRatio bounds what a request's or response's records may take once
-	// decompressed, as a multiple of its size (default 128; at least 1 MiB, at most
+	// decompressed, as a multiple of its size (default 128; at least 64 KiB, at most
 	// maxFrameBytes).
 	// +optional
 	// +kubebuilder:validation:Minimum=1

@@ -49,7 +49,7 @@ type ProxyLimitsApplyConfiguration struct {
 	// MaxBatchBytes is the largest record batch a KafkaFilter decompresses (default 8 MiB).
 	MaxBatchBytes *int32 `json:"maxBatchBytes,omitempty"`
 	// DecompressionRatio bounds what a request's or response's records may take once
-	// decompressed, as a multiple of its size (default 128; at least 1 MiB, at most
+	// decompressed, as a multiple of its size (default 128; at least 64 KiB, at most
 	// maxFrameBytes).
 	DecompressionRatio *int32 `json:"decompressionRatio,omitempty"`
 	// FilterMemoryBytes is the proxy's budget for KafkaFilter buffers over all connections
