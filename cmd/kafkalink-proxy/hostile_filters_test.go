@@ -1104,6 +1104,20 @@ func hfCases() []hfCase {
 	// 7. Thousands of topics in one request against a counting Vault.
 	cases = append(cases, hfCase{name: "7 5000 topics vs Vault KMS", limit: 60 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) { p.manyTopics(t, r) }})
+	// 8. Upstream amplification: 8,000 identical records with empty values, zstd (a few hundred
+	// bytes); encryption adds some 30 bytes of nonce, tag and framing that do not compress to
+	// each, thousands of times what was sent.
+	cases = append(cases, hfCase{name: "8 tiny records amplified enc", limit: 40 * time.Second,
+		run: func(t *testing.T, p *hfProxy, r *hfRow) {
+			var raw []byte
+			for range 8000 {
+				raw = appendRecordBytes(raw, 0, []byte{})
+			}
+			batch := makeBatch(codecZstd, 8000, raw)
+			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": batch}), r, 35*time.Second)
+			r.outcome = fmt.Sprintf("%s (8,000 empty values, %d bytes compressed)", outcome, len(batch))
+			p.bombRefused(t, r, resp, "enc")
+		}})
 	return cases
 }
 

@@ -72,6 +72,8 @@ type Allowance struct {
 	mu   sync.Mutex
 	left int
 	held int64
+	// emitLeft is what filters may still write for the broker (Emit): as much as the share.
+	emitLeft int
 }
 
 // NewAllowance is the share of a frame of frameSize bytes.
@@ -80,7 +82,24 @@ func NewAllowance(ctx context.Context, lim Limits, frameSize int) *Allowance {
 	if lim.Ratio > 0 && frameSize <= lim.MaxShare/lim.Ratio {
 		share = min(lim.MaxShare, max(lim.Ratio*frameSize, config.DecompressionFloor))
 	}
-	return &Allowance{lim: lim, ctx: ctx, left: share}
+	return &Allowance{lim: lim, ctx: ctx, left: share, emitLeft: share}
+}
+
+// Emit counts n bytes a filter wrote that the broker will get (encrypted records): at most the
+// share in all, so what a client's bytes become upstream is bounded as what they decompress
+// to is. Encryption adds some 130 bytes to every record, so a request of tiny compressed
+// records would otherwise send thousands of times its size. Over it, the share counts as spent.
+func (a *Allowance) Emit(n int) error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n > a.emitLeft {
+		return fmt.Errorf("%w: the filters' output for the broker may be %d bytes more, not %d", records.ErrShareSpent, a.emitLeft, n)
+	}
+	a.emitLeft -= n
+	return nil
 }
 
 // A nil *Allowance (an Exchange a test made by hand) bounds only batches, to

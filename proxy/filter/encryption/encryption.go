@@ -182,6 +182,9 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 		j := &jobs[i]
 		if j.exists && j.code == 0 {
 			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x.Allowance)
+			if err == nil {
+				err = x.Allowance.Emit(len(enc))
+			}
 			if err != nil {
 				j.code, j.msg = produceError(err)
 				return

@@ -301,3 +301,29 @@ func TestFetchShareSpentByOthers(t *testing.T) {
 		t.Errorf("the partition over the spent share: error %d, %d bytes (want none, no error)", p1.ErrorCode, len(p1.RecordBatches))
 	}
 }
+
+// TestTinyRecordsAmplifyUpstreamBounded: encryption adds some 130 bytes to every record, so a
+// small compressed batch of many empty values would grow thousands of times on its way to the
+// broker. What the filter sends is bounded by the request's share; over it, MESSAGE_TOO_LARGE.
+func TestTinyRecordsAmplifyUpstreamBounded(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	// 8,000 identical records (offset delta 0: the proxy does not check it, the broker does),
+	// an empty value each: 56 KB that zstd makes a few hundred bytes.
+	b := records.Batch{Header: kmsg.RecordBatch{Magic: 2, Attributes: int16(records.CodecZstd)}}
+	for range 8000 {
+		b.Records = append(b.Records, kmsg.Record{Value: []byte{}})
+	}
+	raw, err := b.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := produce("secrets", raw)
+	x.Allowance = filter.NewAllowance(context.Background(), filter.DefaultLimits(), len(raw))
+	if err := e.OnRequest(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	if got := answeredError(x.Answered()); got != errMessageTooLarge {
+		sent := len(x.Request.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records)
+		t.Errorf("%d compressed bytes of 8,000 empty values: error %d, %d bytes for the broker", len(raw), got, sent)
+	}
+}
