@@ -3,12 +3,10 @@ package filter
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,61 +24,6 @@ type Filter interface {
 	OnRequest(ctx context.Context, x *Exchange) error
 	// OnResponse sees the response of a request it saw, unless that request was answered.
 	OnResponse(ctx context.Context, x *Exchange) error
-}
-
-// Factory builds a filter from its configuration (the KafkaFilter's config, as JSON).
-type Factory func(config json.RawMessage) (Filter, error)
-
-// ReadFile reads a file a filter's configuration names: os.ReadFile in the proxy, the content
-// of the referenced Secrets in the operator.
-type ReadFile func(path string) ([]byte, error)
-
-// Checker checks a filter's configuration as its Factory would, reading the files it names with
-// readFile and opening no connection: the operator runs it, with the Secrets the placeholders
-// name, so that a route reports a wrong configuration in its status instead of the proxy
-// refusing the virtual cluster.
-type Checker func(config json.RawMessage, readFile ReadFile) error
-
-type registration struct {
-	factory Factory
-	check   Checker
-}
-
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]registration{}
-)
-
-// Register makes a filter type available; filter implementations call it from init.
-func Register(typ string, f Factory, check Checker) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	registry[typ] = registration{factory: f, check: check}
-}
-
-// Check checks a configuration of a filter type this proxy implements; a type it does not
-// implement (another proxy image's) is not checked.
-func Check(typ string, config json.RawMessage, readFile ReadFile) error {
-	registryMu.RLock()
-	r := registry[typ]
-	registryMu.RUnlock()
-	if r.check == nil {
-		return nil
-	}
-	return r.check(config, readFile)
-}
-
-// Types lists the filter types this proxy implements, sorted: the operator's default
-// --proxy-filter-types.
-func Types() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	out := make([]string, 0, len(registry))
-	for t := range registry {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Exchange is one request on its way through the chain, and later its response.
@@ -121,12 +64,16 @@ func (x *Exchange) Set(f Filter, v any) {
 func (x *Exchange) Get(f Filter) any { return x.state[f] }
 
 // Chain is a virtual cluster's filters in route order. Each client connection sees it through a
-// Conn, the relay's kafka.Filters.
+// Conn, the relay's kafka.Filters. Chains (lifecycle.go) keeps it across reloads.
 type Chain struct {
 	ctx     context.Context
 	filters []Filter
 	wants   map[int16][]Filter
 	lim     Limits
+	// sum fingerprints the filters' configuration, and files are the files they read: what a
+	// reload compares to keep the chain.
+	sum   [32]byte
+	files fileSums
 }
 
 // defaultBudget is the budget of chains built without WithLimits (tests, the operator's checks).
@@ -142,17 +89,22 @@ func DefaultLimits() Limits {
 // NewChain builds a virtual cluster's filters, with DefaultLimits; any unknown type or bad
 // config is an error naming the filter, and the virtual cluster must then not be served.
 func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
-	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: DefaultLimits()}
+	c, err := newChain(ctx, filters, DefaultLimits())
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newChain builds a chain. When a filter cannot be built, those built before it are closed, and
+// the chain is returned with the error only for the files its filters read.
+func newChain(ctx context.Context, filters []config.Filter, lim Limits) (*Chain, error) {
+	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: lim, sum: filtersSum(filters), files: fileSums{}}
 	for _, fc := range filters {
-		registryMu.RLock()
-		factory := registry[fc.Type].factory
-		registryMu.RUnlock()
-		if factory == nil {
-			return nil, fmt.Errorf("filter %s: type %s is not implemented by kafkalink-proxy (it implements %v)", fc.Name, fc.Type, Types())
-		}
-		f, err := factory(fc.Config)
+		f, err := c.build(fc)
 		if err != nil {
-			return nil, fmt.Errorf("filter %s (%s): %w", fc.Name, fc.Type, err)
+			_ = c.Close()
+			return c, err
 		}
 		c.filters = append(c.filters, f)
 		for _, k := range f.Keys() {
@@ -160,6 +112,18 @@ func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
 		}
 	}
 	return c, nil
+}
+
+// build makes one filter of the chain, recording the files it reads.
+func (c *Chain) build(fc config.Filter) (Filter, error) {
+	if lookup(fc.Type) == nil {
+		return nil, fmt.Errorf("filter %s: type %s is not implemented by kafkalink-proxy (it implements %v)", fc.Name, fc.Type, Types())
+	}
+	f, err := New(fc.Type, fc.Config, c.files.read)
+	if err != nil {
+		return nil, fmt.Errorf("filter %s (%s): %w", fc.Name, fc.Type, err)
+	}
+	return f, nil
 }
 
 // WithLimits sets the chain's limits (the configuration's, and the process's budget).
@@ -529,13 +493,11 @@ func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint
 // Closer is implemented by filters that hold resources (KMS clients, caches).
 type Closer interface{ Close() error }
 
-// Close closes the filters that hold resources.
+// Close closes the filters that hold resources, last first.
 func (c *Chain) Close() error {
 	var errs []error
 	for _, f := range slices.Backward(c.filters) {
-		if cl, ok := f.(Closer); ok {
-			errs = append(errs, cl.Close())
-		}
+		errs = append(errs, closeFilter(f))
 	}
 	return errors.Join(errs...)
 }

@@ -40,11 +40,9 @@ func (g *grow) OnResponse(_ context.Context, x *filter.Exchange) error {
 }
 
 func init() {
-	filter.Register("test.Grow", func(raw json.RawMessage) (filter.Filter, error) {
-		var cfg struct{ N int }
-		err := json.Unmarshal(raw, &cfg)
-		return &grow{n: cfg.N}, err
-	}, nil)
+	filter.RegisterTyped(func(cfg *struct{ N int }, _ filter.ReadFile) (filter.Filter, error) {
+		return &grow{n: cfg.N}, nil
+	}, "test.Grow")
 }
 
 func chain(t *testing.T, n int, maxFrame int) *filter.Chain {

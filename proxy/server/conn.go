@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/filter"
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
@@ -31,6 +32,9 @@ type proxyConn struct {
 	client, upstream net.Conn
 	vc               string
 	state            *vcState
+	// filters is the chain the connection was routed with (nil: none); a reload that replaces
+	// it ends the connection.
+	filters *filter.Chain
 
 	mu          sync.Mutex
 	draining    bool
@@ -221,10 +225,10 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 		return
 	}
 
-	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, idle: lim.IdleTimeout.Duration}
+	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, filters: route.filters, idle: lim.IdleTimeout.Duration}
 	defer pc.closeNow() // also when the relay panics
 	s.mu.Lock()
-	if s.vcs[vc] != route.state || s.draining.Load() {
+	if s.vcs[vc] != route.state || s.vcChains[vc] != route.filters || s.draining.Load() {
 		// Removed by a reload (or shutdown started) while this connection was being set up.
 		s.mu.Unlock()
 		pc.closeNow()

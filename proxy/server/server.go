@@ -81,6 +81,11 @@ type Server struct {
 
 	ticketSecret [32]byte
 
+	// chains keeps the virtual clusters' filter chains across reloads; vcChains are those of the
+	// served virtual clusters (nil: no filters), what a new connection must still find.
+	chains   filter.Chains
+	vcChains map[string]*filter.Chain
+
 	// budget is the filters' process-wide memory budget, of budgetSize bytes (filterBudget).
 	budgetMu   sync.Mutex
 	budget     *filter.Budget
@@ -308,7 +313,9 @@ func (s *Server) reloadIfChanged(ctx context.Context) {
 		// file is reported once, not never.
 		fp = sha256.Sum256([]byte(err.Error()))
 	}
-	if fp == s.applied {
+	// The files filters read are watched too (s.chains): a rotated Vault token rebuilds the
+	// chains that read it.
+	if fp == s.applied && !s.chains.Changed() {
 		if s.reload.clear() {
 			s.lastBad = [32]byte{}
 			logger.Info("Configuration file is back to the one served")
@@ -382,151 +389,6 @@ func (s *Server) loadErr(logger klog.Logger, kind, name string, err error, kept 
 		return
 	}
 	logger.Error(err, "Failed to load; left out, the rest is served", "kind", kind, "name", name)
-}
-
-// apply builds the snapshots of cfg (loading every file), then binds new listeners, swaps the
-// snapshots in, and closes what was removed. A listener, key pair or virtual cluster whose
-// files or socket fail is left out, or keeps its last good key material, and never stops the
-// rest; removals always apply.
-func (s *Server) apply(ctx context.Context, cfg *config.Config) error {
-	logger := klog.FromContext(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.Metrics.LoadErrors.Reset()
-
-	vcs := map[string]*vcState{}
-	snaps := map[string]*snapshot{}
-	pairs := map[string]*tls.Certificate{}
-	for _, l := range cfg.Listeners {
-		snap := &snapshot{listener: l}
-		if l.TLS() {
-			for i, kp := range l.KeyPairs {
-				c, err := loadKeyPair(kp)
-				if err != nil {
-					c = s.lastPairs[pairKey(kp)]
-					s.loadErr(logger, "certificate", fmt.Sprintf("%s/keyPairs[%d]", l.Name, i), fmt.Errorf("%s: %w", kp.CertificateFile, err), c != nil)
-					if c == nil {
-						continue
-					}
-				}
-				pairs[pairKey(kp)] = c
-				snap.certs = append(snap.certs, c)
-			}
-			var err error
-			if snap.clientCAs, err = loadPool(l.ClientCAFiles); err != nil {
-				err = fmt.Errorf("clientCAFiles: %w", err)
-			} else if snap.params, err = resolveTLSOptions(l.Options); err != nil {
-				err = fmt.Errorf("options: %w", err)
-			}
-			if err != nil {
-				// Serving without the client CAs would let anyone in: keep the last good ones, or leave the listener out.
-				prev := s.lastListener[l.Name]
-				s.loadErr(logger, "listener", l.Name, err, prev != nil)
-				if prev == nil {
-					continue
-				}
-				snap.clientCAs, snap.params, snap.ticketSeed = prev.clientCAs, prev.params, prev.ticketSeed
-			} else {
-				snap.ticketSeed = s.ticketSeed(l)
-			}
-		}
-		snaps[l.Name] = snap
-	}
-	upTLS := map[string]*tls.Config{}
-	for _, vc := range cfg.VirtualClusters {
-		chain, err := s.filterChain(ctx, vc, cfg.Limits)
-		if err != nil {
-			// Fail closed: traffic the user asked to filter is never served unfiltered.
-			logger.Error(err, "Refusing to serve virtual cluster: a filter cannot start", "virtualCluster", vc.Name)
-			s.Metrics.Refused.WithLabelValues(vc.Name).Set(1)
-			continue
-		}
-		s.Metrics.Refused.DeleteLabelValues(vc.Name)
-		if snaps[vc.Listener] == nil {
-			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("its listener %s failed to load", vc.Listener), false)
-			continue
-		}
-		up, err := upstreamTLS(vc.UpstreamTLS)
-		if err != nil {
-			up = s.lastUpTLS[vc.Name]
-			if vc.UpstreamTLS == nil || up == nil || s.vcs[vc.Name] == nil || s.vcs[vc.Name].target != vc.TargetBootstrap {
-				up = nil
-			}
-			s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("upstreamTLS: %w", err), up != nil)
-			if up == nil {
-				continue
-			}
-		}
-		upTLS[vc.Name] = up
-		st := s.vcs[vc.Name]
-		if st == nil || st.target != vc.TargetBootstrap {
-			st = &vcState{name: vc.Name, target: vc.TargetBootstrap, brokers: map[int32]string{}}
-		}
-		vcs[vc.Name] = st
-		snaps[vc.Listener].routes = append(snaps[vc.Listener].routes, &vcRoute{cfg: vc, listener: *cfg.Listener(vc.Listener), state: st, upstreamTLS: up, filters: chain})
-	}
-	for _, snap := range snaps {
-		snap.index()
-	}
-
-	// Bind new or changed listeners; one that cannot bind is left out.
-	fresh := map[string]*listenerRT{}
-	for _, l := range cfg.Listeners {
-		if snaps[l.Name] == nil {
-			continue
-		}
-		if old := s.listeners[l.Name]; old != nil && sameBinding(old.cfg, l) {
-			continue
-		}
-		rt := &listenerRT{cfg: l}
-		if err := rt.bind(s.listeners[l.Name], s.opts.Listen); err != nil {
-			s.loadErr(logger, "listener", l.Name, err, false)
-			delete(snaps, l.Name)
-			continue
-		}
-		fresh[l.Name] = rt
-	}
-	for name, old := range s.listeners {
-		if snaps[name] == nil || fresh[name] != nil {
-			old.close()
-			delete(s.listeners, name)
-		}
-	}
-	for name, rt := range fresh {
-		s.listeners[name] = rt
-		for i, ln := range rt.lns {
-			nodeID := int32(-1)
-			if !rt.cfg.TLS() && i > 0 {
-				nodeID = int32(i - 1)
-			}
-			s.wg.Add(1)
-			go s.serve(ctx, rt, ln, nodeID)
-		}
-	}
-	// rt.cfg is left alone: serve goroutines read it, and sameBinding kept what matters for binding.
-	for name, rt := range s.listeners {
-		rt.snap.Store(snaps[name])
-	}
-	// Connections of removed (or retargeted) virtual clusters end; the others are untouched.
-	for pc := range s.conns {
-		if st := vcs[pc.vc]; st == nil || st != pc.state {
-			pc.closeNow()
-		}
-	}
-	for name := range s.vcs {
-		if vcs[name] == nil {
-			s.Metrics.forgetVirtualCluster(name)
-		}
-	}
-	if s.cfg != nil && s.cfg.Management != cfg.Management {
-		logger.Info("Management port settings changed; they take effect at the next start", "old", s.cfg.Management, "new", cfg.Management)
-	}
-	s.vcs = vcs
-	s.cfg = cfg
-	s.lastPairs, s.lastListener, s.lastUpTLS = pairs, snaps, upTLS
-	lim := cfg.Limits
-	s.limits.Store(&lim)
-	return nil
 }
 
 func sameBinding(a, b config.Listener) bool {

@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -39,8 +38,7 @@ import (
 )
 
 func init() {
-	filter.Register("RecordEncryption", New, checkConfig)
-	filter.Register("io.kroxylicious.filter.encryption.RecordEncryption", New, checkConfig)
+	filter.RegisterTyped(build, "RecordEncryption", "io.kroxylicious.filter.encryption.RecordEncryption")
 }
 
 // Config is the filter's configuration.
@@ -107,28 +105,16 @@ type dekState struct {
 	created time.Time
 }
 
-// New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, os.ReadFile) }
-
-// checkConfig is New with the operator's files (the Vault token and trust store): its check of
-// a configuration. It opens no connection.
-func checkConfig(raw json.RawMessage, readFile filter.ReadFile) error {
-	_, err := build(raw, readFile)
-	return err
-}
-
-func build(raw json.RawMessage, readFile filter.ReadFile) (*encryptor, error) {
-	var cfg Config
-	if err := strictJSON(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
+// build makes the filter from its configuration, reading the Vault token and trust store with
+// readFile; it opens no connection.
+func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 	e := &encryptor{guard: newKMSGuard(), deks: map[string]*dekState{}, kekSeen: newLRU[bool](maxKEKCache, kekCacheTTL), opened: newLRU[cipher.AEAD](maxDecryptCache, 0)}
 	switch cfg.KMS {
 	case KMSSecret:
 		var kc struct {
 			KeyDir string `json:"keyDir"`
 		}
-		if err := strictJSON(cfg.KMSConfig, &kc); err != nil || kc.KeyDir == "" {
+		if err := filter.DecodeStrict(cfg.KMSConfig, &kc); err != nil || kc.KeyDir == "" {
 			return nil, fmt.Errorf("kmsConfig: %s needs keyDir, the folder of a mounted Secret ($(secretDir:…))", KMSSecret)
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
@@ -158,12 +144,12 @@ func build(raw json.RawMessage, readFile filter.ReadFile) (*encryptor, error) {
 	return e, nil
 }
 
-// strictJSON decodes a configuration, refusing fields it does not know (a typo is an error, not
-// a silently ignored setting).
-func strictJSON(raw json.RawMessage, into any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(into)
+// Close implements filter.Closer: the KMS client's idle connections are closed.
+func (e *encryptor) Close() error {
+	if c, ok := e.kms.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Keys implements filter.Filter: Produce requests and Fetch responses.

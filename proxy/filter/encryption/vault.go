@@ -66,7 +66,7 @@ const vaultTimeout = 10 * time.Second
 // newVaultKMS reads kmsConfig and the files it names.
 func newVaultKMS(raw json.RawMessage, readFile filter.ReadFile) (*VaultKMS, error) {
 	var cfg vaultConfig
-	if err := strictJSON(raw, &cfg); err != nil {
+	if err := filter.DecodeStrict(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("kmsConfig: %w", err)
 	}
 	u, err := url.Parse(cfg.VaultTransitEngineURL)
@@ -166,6 +166,12 @@ func (v *VaultKMS) call(ctx context.Context, method, path string, body, out any)
 		}
 	}
 	return true, nil
+}
+
+// Close closes the client's idle connections to Vault.
+func (v *VaultKMS) Close() error {
+	v.Client.CloseIdleConnections()
+	return nil
 }
 
 // Exists implements KMS: the transit key can be read.

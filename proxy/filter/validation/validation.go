@@ -49,7 +49,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -68,8 +67,7 @@ const Type = "RecordValidation"
 const errInvalidRecord int16 = 87
 
 func init() {
-	filter.Register(Type, New, checkConfig)
-	filter.Register("io.kroxylicious.proxy.filter.validation.RecordValidation", New, checkConfig)
+	filter.RegisterTyped(newValidator, Type, "io.kroxylicious.proxy.filter.validation.RecordValidation")
 }
 
 // Config is the filter's configuration.
@@ -132,22 +130,9 @@ type validator struct {
 	def    [2]*check
 }
 
-// New builds the filter from its configuration.
-func New(raw json.RawMessage) (filter.Filter, error) { return build(raw, os.ReadFile) }
-
-// checkConfig is New with the operator's files: its check of a configuration.
-func checkConfig(raw json.RawMessage, readFile filter.ReadFile) error {
-	_, err := build(raw, readFile)
-	return err
-}
-
-func build(raw json.RawMessage, readFile filter.ReadFile) (*validator, error) {
-	var cfg Config
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
+// newValidator compiles the rules of a configuration, reading the schema files it names with
+// readFile.
+func newValidator(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 	v := &validator{topics: map[string][2]*check{}}
 	for i, r := range cfg.Rules {
 		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i), readFile)
