@@ -112,23 +112,54 @@ func splitList(s string) []string {
 // TLS 1.2, or restricting TLS 1.3 cipher suites individually (Go always enables all three).
 // Enabling only TLS 1.2 suites turns TLS 1.3 off, as JSSE would.
 func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
+	if err := checkOptionKeys(opts); err != nil {
+		return TLSParams{}, err
+	}
+	versions, err := resolveProtocols(opts)
+	if err != nil {
+		return TLSParams{}, err
+	}
+	r := newSuiteResolution(versions)
+	enabled, explicit := opts[OptionEnabledCipherSuites]
+	if explicit {
+		if err := r.enableSuites(enabled); err != nil {
+			return TLSParams{}, err
+		}
+	}
+	if disabled, ok := opts[OptionDisabledCipherSuites]; ok {
+		if err := r.disableSuites(disabled, explicit); err != nil {
+			return TLSParams{}, err
+		}
+	}
+	return r.params()
+}
+
+// checkOptionKeys refuses a key other than the four options, such as a misspelt one that
+// would otherwise leave its setting silently unapplied.
+func checkOptionKeys(opts map[string]string) error {
 	for k := range opts {
 		switch k {
 		case OptionEnabledProtocols, OptionDisabledProtocols, OptionEnabledCipherSuites, OptionDisabledCipherSuites:
 		default:
-			return TLSParams{}, fmt.Errorf("unknown option %q", k)
+			return fmt.Errorf("unknown option %q", k)
 		}
 	}
+	return nil
+}
+
+// resolveProtocols returns the TLS versions the protocol options leave on: TLS 1.2 and 1.3
+// unless enabled-protocols says otherwise, never one below TLS 1.2, as Go cannot negotiate it.
+func resolveProtocols(opts map[string]string) (map[uint16]bool, error) {
 	versions := map[uint16]bool{tls.VersionTLS12: true, tls.VersionTLS13: true}
 	if v, ok := opts[OptionEnabledProtocols]; ok {
 		versions = map[uint16]bool{}
 		for _, n := range splitList(v) {
 			ver, ok := protocolNames[n]
 			if !ok {
-				return TLSParams{}, fmt.Errorf("%s: unknown protocol %q (known: TLSv1.2, TLSv1.3)", OptionEnabledProtocols, n)
+				return nil, fmt.Errorf("%s: unknown protocol %q (known: TLSv1.2, TLSv1.3)", OptionEnabledProtocols, n)
 			}
 			if ver < tls.VersionTLS12 {
-				return TLSParams{}, fmt.Errorf("%s: %s is below the minimum TLS 1.2", OptionEnabledProtocols, n)
+				return nil, fmt.Errorf("%s: %s is below the minimum TLS 1.2", OptionEnabledProtocols, n)
 			}
 			versions[ver] = true
 		}
@@ -136,86 +167,124 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 	for _, n := range splitList(opts[OptionDisabledProtocols]) {
 		ver, ok := protocolNames[n]
 		if !ok {
-			return TLSParams{}, fmt.Errorf("%s: unknown protocol %q", OptionDisabledProtocols, n)
+			return nil, fmt.Errorf("%s: unknown protocol %q", OptionDisabledProtocols, n)
 		}
 		delete(versions, ver)
 	}
+	return versions, nil
+}
 
+// suiteResolution is what ResolveTLSOptions has worked out so far: the cipher suite options
+// can turn a version off, so the versions travel with the suites.
+type suiteResolution struct {
+	// versions are the TLS versions still on.
+	versions map[uint16]bool
+	// suites12 are the TLS 1.2 suites, in preference order; nil means Go's defaults.
+	suites12 []uint16
+	// want13 are the TLS 1.3 suites asked for, which enforce13 maps to what Go can enforce.
+	want13 map[uint16]bool
+}
+
+// newSuiteResolution starts from the versions the protocol options leave on, with Go's TLS
+// 1.2 suites and all three TLS 1.3 suites.
+func newSuiteResolution(versions map[uint16]bool) *suiteResolution {
 	want13 := map[uint16]bool{}
 	for _, id := range all13 {
 		want13[id] = true
 	}
-	var suites12 []uint16
-	explicit := false
-	if v, ok := opts[OptionEnabledCipherSuites]; ok {
-		explicit = true
-		seen13 := map[uint16]bool{}
-		for _, n := range splitList(v) {
-			if n == scsv {
-				continue
-			}
-			cs, ok := cipherByName(n)
-			if !ok {
-				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionEnabledCipherSuites, n)
-			}
-			if cs.Insecure {
-				return TLSParams{}, fmt.Errorf("%s: cipher suite %q is insecure (RC4, 3DES, CBC-SHA256 or no forward secrecy; Go's tls.InsecureCipherSuites) and cannot be enabled", OptionEnabledCipherSuites, n)
-			}
-			if supports(cs, tls.VersionTLS13) {
-				seen13[cs.ID] = true
-				continue
-			}
-			suites12 = append(suites12, cs.ID)
+	return &suiteResolution{versions: versions, want13: want13}
+}
+
+// enableSuites applies enabled-cipher-suites: exactly the suites listed are on, and a version
+// none of them serves is off, as in JSSE.
+func (r *suiteResolution) enableSuites(list string) error {
+	seen13 := map[uint16]bool{}
+	for _, n := range splitList(list) {
+		if n == scsv {
+			continue
 		}
-		want13 = seen13
-		if len(seen13) == 0 {
-			// JSSE with no TLS 1.3 suite enabled cannot negotiate TLS 1.3.
-			delete(versions, tls.VersionTLS13)
+		cs, ok := cipherByName(n)
+		if !ok {
+			return fmt.Errorf("%s: unknown cipher suite %q", OptionEnabledCipherSuites, n)
 		}
-		if len(suites12) == 0 {
-			delete(versions, tls.VersionTLS12)
+		if cs.Insecure {
+			return fmt.Errorf("%s: cipher suite %q is insecure (RC4, 3DES, CBC-SHA256 or no forward secrecy; Go's tls.InsecureCipherSuites) and cannot be enabled", OptionEnabledCipherSuites, n)
+		}
+		if supports(cs, tls.VersionTLS13) {
+			seen13[cs.ID] = true
+			continue
+		}
+		r.suites12 = append(r.suites12, cs.ID)
+	}
+	r.want13 = seen13
+	if len(seen13) == 0 {
+		// JSSE with no TLS 1.3 suite enabled cannot negotiate TLS 1.3.
+		delete(r.versions, tls.VersionTLS13)
+	}
+	if len(r.suites12) == 0 {
+		delete(r.versions, tls.VersionTLS12)
+	}
+	return nil
+}
+
+// disableSuites applies disabled-cipher-suites to the suites enabled-cipher-suites listed
+// (afterEnabled) or else to Go's, spelled out: nil, meaning Go's defaults, cannot lose one.
+func (r *suiteResolution) disableSuites(list string, afterEnabled bool) error {
+	if !afterEnabled {
+		r.suites12 = goSuites12()
+	}
+	for _, n := range splitList(list) {
+		if n == scsv {
+			continue
+		}
+		cs, ok := cipherByName(n)
+		if !ok {
+			return fmt.Errorf("%s: unknown cipher suite %q", OptionDisabledCipherSuites, n)
+		}
+		if supports(cs, tls.VersionTLS13) {
+			delete(r.want13, cs.ID)
+			continue
+		}
+		r.suites12 = without(r.suites12, cs.ID)
+	}
+	if len(r.suites12) == 0 {
+		delete(r.versions, tls.VersionTLS12)
+	}
+	return nil
+}
+
+// goSuites12 lists Go's default suites that serve TLS 1.2, in Go's preference order.
+func goSuites12() []uint16 {
+	var out []uint16
+	for _, cs := range tls.CipherSuites() {
+		if supports(cs, tls.VersionTLS12) {
+			out = append(out, cs.ID)
 		}
 	}
-	if v, ok := opts[OptionDisabledCipherSuites]; ok {
-		if !explicit {
-			for _, cs := range tls.CipherSuites() {
-				if supports(cs, tls.VersionTLS12) {
-					suites12 = append(suites12, cs.ID)
-				}
-			}
-		}
-		for _, n := range splitList(v) {
-			if n == scsv {
-				continue
-			}
-			cs, ok := cipherByName(n)
-			if !ok {
-				return TLSParams{}, fmt.Errorf("%s: unknown cipher suite %q", OptionDisabledCipherSuites, n)
-			}
-			if supports(cs, tls.VersionTLS13) {
-				delete(want13, cs.ID)
-				continue
-			}
-			out := suites12[:0]
-			for _, id := range suites12 {
-				if id != cs.ID {
-					out = append(out, id)
-				}
-			}
-			suites12 = out
-		}
-		if len(suites12) == 0 {
-			delete(versions, tls.VersionTLS12)
+	return out
+}
+
+// without removes id from ids in place, keeping the order of the rest.
+func without(ids []uint16, id uint16) []uint16 {
+	out := ids[:0]
+	for _, x := range ids {
+		if x != id {
+			out = append(out, x)
 		}
 	}
-	if len(want13) == 0 {
-		delete(versions, tls.VersionTLS13)
+	return out
+}
+
+// params turns the resolution into TLSParams, refusing options that leave no version on.
+func (r *suiteResolution) params() (TLSParams, error) {
+	if len(r.want13) == 0 {
+		delete(r.versions, tls.VersionTLS13)
 	}
-	if len(versions) == 0 {
+	if len(r.versions) == 0 {
 		return TLSParams{}, fmt.Errorf("the options leave no TLS protocol version enabled (TLS 1.2 needs at least one TLS 1.2 cipher suite)")
 	}
 	p := TLSParams{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS12}
-	for v := range versions {
+	for v := range r.versions {
 		p.MinVersion = min(p.MinVersion, v)
 		p.MaxVersion = max(p.MaxVersion, v)
 	}
@@ -223,10 +292,10 @@ func ResolveTLSOptions(opts map[string]string) (TLSParams, error) {
 		p.MaxVersion = p.MinVersion
 	}
 	if p.MinVersion == tls.VersionTLS12 {
-		p.CipherSuites = suites12
+		p.CipherSuites = r.suites12
 	}
-	if versions[tls.VersionTLS13] {
-		p.FIPS, p.Suites13, p.Unenforced = enforce13(want13)
+	if r.versions[tls.VersionTLS13] {
+		p.FIPS, p.Suites13, p.Unenforced = enforce13(r.want13)
 	}
 	return p, nil
 }

@@ -18,145 +18,246 @@ func (e *fieldErrs) add(path, format string, args ...any) {
 // Validate checks the configuration and returns every problem, each prefixed by its field
 // path (for example "virtualClusters[1].listener: no listener named \"tls\"").
 func (c *Config) Validate() error {
-	var errs fieldErrs
-	if c.Version != Version {
-		errs.add("version", "must be %q, got %q", Version, c.Version)
+	v := newValidator(c)
+	v.validateVersion()
+	v.validateListeners()
+	v.bindPort("management.port", c.Management.Port, "management")
+	v.validateVirtualClusters()
+	v.validateRouting()
+	validateLimits(&v.errs, &c.Limits)
+	return v.result()
+}
+
+// validator holds one Validate call: the configuration, the errors found so far, and what
+// earlier steps learn that later steps check against. Every map is written by one step.
+type validator struct {
+	c    *Config
+	errs fieldErrs
+	// portOwner names what binds each port, so that a second bind is reported; written by bindPort.
+	portOwner map[int32]string
+	// listenerIndex is the index of each listener by name (the last, for a duplicate name);
+	// written by validateListeners.
+	listenerIndex map[string]int
+	// servedBy lists, by listener name, the indexes of the virtual clusters the listener
+	// serves; written by validateVirtualClusters.
+	servedBy map[string][]int
+}
+
+// newValidator starts a Validate call on c with nothing found yet.
+func newValidator(c *Config) *validator {
+	return &validator{c: c, portOwner: map[int32]string{}, listenerIndex: map[string]int{}, servedBy: map[string][]int{}}
+}
+
+// result joins the errors found, sorted so that the message is stable, or is nil.
+func (v *validator) result() error {
+	if len(v.errs) == 0 {
+		return nil
 	}
-	listeners := map[string]int{}
-	ports := map[int32]string{}
-	bindPort := func(path string, p int32, who string) {
-		if p < 1 || p > 65535 {
-			errs.add(path, "port %d out of range 1-65535", p)
-			return
-		}
-		if other, dup := ports[p]; dup {
-			errs.add(path, "port %d already used by %s", p, other)
-			return
-		}
-		ports[p] = who
+	sortErrs(v.errs)
+	return errors.Join(v.errs...)
+}
+
+// validateVersion refuses a version other than this release's: Parse has already upgraded an
+// accepted older one.
+func (v *validator) validateVersion() {
+	if v.c.Version != Version {
+		v.errs.add("version", "must be %q, got %q", Version, v.c.Version)
 	}
-	for i, l := range c.Listeners {
+}
+
+// bindPort claims port p for who, reporting a port out of range or one already claimed.
+func (v *validator) bindPort(path string, p int32, who string) {
+	if p < 1 || p > 65535 {
+		v.errs.add(path, "port %d out of range 1-65535", p)
+		return
+	}
+	if other, dup := v.portOwner[p]; dup {
+		v.errs.add(path, "port %d already used by %s", p, other)
+		return
+	}
+	v.portOwner[p] = who
+}
+
+// validateListeners checks each listener and claims its ports.
+func (v *validator) validateListeners() {
+	for i := range v.c.Listeners {
+		l := &v.c.Listeners[i]
 		p := fmt.Sprintf("listeners[%d]", i)
 		if l.Name == "" {
-			errs.add(p+".name", "required")
-		} else if _, dup := listeners[l.Name]; dup {
-			errs.add(p+".name", "duplicate listener name %q", l.Name)
+			v.errs.add(p+".name", "required")
+		} else if _, dup := v.listenerIndex[l.Name]; dup {
+			v.errs.add(p+".name", "duplicate listener name %q", l.Name)
 		}
-		listeners[l.Name] = i
-		bindPort(p+".port", l.Port, "listener "+l.Name)
-		for j, kp := range l.KeyPairs {
-			if kp.CertificateFile == "" {
-				errs.add(fmt.Sprintf("%s.keyPairs[%d].certificateFile", p, j), "required")
-			}
-			if kp.PrivateKeyFile == "" {
-				errs.add(fmt.Sprintf("%s.keyPairs[%d].privateKeyFile", p, j), "required")
-			}
-		}
-		for j, f := range l.ClientCAFiles {
-			if f == "" {
-				errs.add(fmt.Sprintf("%s.clientCAFiles[%d]", p, j), "must not be empty")
-			}
-		}
+		v.listenerIndex[l.Name] = i
+		v.bindPort(p+".port", l.Port, "listener "+l.Name)
+		validateListenerFiles(&v.errs, p, l)
 		if !l.TLS() {
-			if len(l.ClientCAFiles) > 0 {
-				errs.add(p+".clientCAFiles", "needs keyPairs: a plain listener cannot verify client certificates")
-			}
-			if len(l.Options) > 0 {
-				errs.add(p+".options", "TLS options need keyPairs")
-			}
-			if l.PortPerBroker == nil {
-				errs.add(p+".portPerBroker", "required on a plain listener (no keyPairs): without SNI, brokers are told apart by port")
-			} else {
-				if l.PortPerBroker.MaxNodeID < 0 || l.PortPerBroker.MaxNodeID > 1023 {
-					errs.add(p+".portPerBroker.maxNodeId", "must be 0 to 1023")
-				} else {
-					for n := int32(0); n <= l.PortPerBroker.MaxNodeID; n++ {
-						bindPort(p+".portPerBroker.firstBrokerPort", l.PortPerBroker.FirstBrokerPort+n, fmt.Sprintf("listener %s broker %d", l.Name, n))
-					}
-				}
-			}
+			v.validatePlainListener(p, l)
 		} else if _, err := ResolveTLSOptions(l.Options); err != nil {
-			errs.add(p+".options", "%v", err)
+			v.errs.add(p+".options", "%v", err)
 		}
 	}
-	bindPort("management.port", c.Management.Port, "management")
+}
 
-	vcNames := map[string]bool{}
-	perListener := map[string][]int{}
-	for i := range c.VirtualClusters {
-		vc := &c.VirtualClusters[i]
+// validateListenerFiles requires every key pair and client CA path a listener lists to be set.
+func validateListenerFiles(errs *fieldErrs, path string, l *Listener) {
+	for j, kp := range l.KeyPairs {
+		if kp.CertificateFile == "" {
+			errs.add(fmt.Sprintf("%s.keyPairs[%d].certificateFile", path, j), "required")
+		}
+		if kp.PrivateKeyFile == "" {
+			errs.add(fmt.Sprintf("%s.keyPairs[%d].privateKeyFile", path, j), "required")
+		}
+	}
+	for j, f := range l.ClientCAFiles {
+		if f == "" {
+			errs.add(fmt.Sprintf("%s.clientCAFiles[%d]", path, j), "must not be empty")
+		}
+	}
+}
+
+// validatePlainListener checks a listener without key pairs: it has no TLS to configure, and
+// with no SNI only a port per broker tells the brokers apart, so it claims those ports too.
+func (v *validator) validatePlainListener(path string, l *Listener) {
+	if len(l.ClientCAFiles) > 0 {
+		v.errs.add(path+".clientCAFiles", "needs keyPairs: a plain listener cannot verify client certificates")
+	}
+	if len(l.Options) > 0 {
+		v.errs.add(path+".options", "TLS options need keyPairs")
+	}
+	if l.PortPerBroker == nil {
+		v.errs.add(path+".portPerBroker", "required on a plain listener (no keyPairs): without SNI, brokers are told apart by port")
+		return
+	}
+	if l.PortPerBroker.MaxNodeID < 0 || l.PortPerBroker.MaxNodeID > 1023 {
+		v.errs.add(path+".portPerBroker.maxNodeId", "must be 0 to 1023")
+		return
+	}
+	for n := int32(0); n <= l.PortPerBroker.MaxNodeID; n++ {
+		v.bindPort(path+".portPerBroker.firstBrokerPort", l.PortPerBroker.FirstBrokerPort+n, fmt.Sprintf("listener %s broker %d", l.Name, n))
+	}
+}
+
+// validateVirtualClusters checks each virtual cluster and records the listener serving it,
+// for validateRouting.
+func (v *validator) validateVirtualClusters() {
+	names := map[string]bool{}
+	for i := range v.c.VirtualClusters {
+		vc := &v.c.VirtualClusters[i]
 		p := fmt.Sprintf("virtualClusters[%d]", i)
 		if vc.Name == "" {
-			errs.add(p+".name", "required")
-		} else if vcNames[vc.Name] {
-			errs.add(p+".name", "duplicate virtual cluster name %q", vc.Name)
+			v.errs.add(p+".name", "required")
+		} else if names[vc.Name] {
+			v.errs.add(p+".name", "duplicate virtual cluster name %q", vc.Name)
 		}
-		vcNames[vc.Name] = true
-		if _, ok := listeners[vc.Listener]; !ok {
-			errs.add(p+".listener", "no listener named %q", vc.Listener)
+		names[vc.Name] = true
+		if _, ok := v.listenerIndex[vc.Listener]; !ok {
+			v.errs.add(p+".listener", "no listener named %q", vc.Listener)
 		} else {
-			perListener[vc.Listener] = append(perListener[vc.Listener], i)
+			v.servedBy[vc.Listener] = append(v.servedBy[vc.Listener], i)
 		}
-		if err := validHost(vc.BootstrapHost); err != nil {
-			errs.add(p+".bootstrapHost", "%v", err)
+		validateAdvertisedAddresses(&v.errs, p, vc)
+		validateUpstream(&v.errs, p, vc)
+		validateFilters(&v.errs, p, vc.Filters)
+	}
+}
+
+// validateAdvertisedAddresses checks the host names and port clients are given, which must
+// be valid DNS names for SNI and for the clients' resolvers.
+func validateAdvertisedAddresses(errs *fieldErrs, path string, vc *VirtualCluster) {
+	if err := validHost(vc.BootstrapHost); err != nil {
+		errs.add(path+".bootstrapHost", "%v", err)
+	}
+	if strings.Count(vc.BrokerPattern, NodeIDPlaceholder) != 1 {
+		errs.add(path+".brokerPattern", "must contain %s exactly once, got %q", NodeIDPlaceholder, vc.BrokerPattern)
+	} else if err := validHost(vc.BrokerHost(0)); err != nil {
+		errs.add(path+".brokerPattern", "%v", err)
+	}
+	if vc.AdvertisedPort < 0 || vc.AdvertisedPort > 65535 {
+		errs.add(path+".advertisedPort", "out of range")
+	}
+}
+
+// validateUpstream checks how the proxy reaches the Kafka cluster behind a virtual cluster.
+func validateUpstream(errs *fieldErrs, path string, vc *VirtualCluster) {
+	if err := validHostPort(vc.TargetBootstrap); err != nil {
+		errs.add(path+".targetBootstrap", "%v", err)
+	}
+	validateUpstreamBrokers(errs, path+".upstreamBrokers", vc.UpstreamBrokers)
+	validateDiscovery(errs, path+".discovery", vc.Discovery)
+	if u := vc.UpstreamTLS; u != nil {
+		if (u.CertificateFile == "") != (u.PrivateKeyFile == "") {
+			errs.add(path+".upstreamTLS", "certificateFile and privateKeyFile go together")
 		}
-		if strings.Count(vc.BrokerPattern, NodeIDPlaceholder) != 1 {
-			errs.add(p+".brokerPattern", "must contain %s exactly once, got %q", NodeIDPlaceholder, vc.BrokerPattern)
-		} else if err := validHost(vc.BrokerHost(0)); err != nil {
-			errs.add(p+".brokerPattern", "%v", err)
-		}
-		if vc.AdvertisedPort < 0 || vc.AdvertisedPort > 65535 {
-			errs.add(p+".advertisedPort", "out of range")
-		}
-		if err := validHostPort(vc.TargetBootstrap); err != nil {
-			errs.add(p+".targetBootstrap", "%v", err)
-		}
-		validateUpstreamBrokers(&errs, p+".upstreamBrokers", vc.UpstreamBrokers)
-		validateDiscovery(&errs, p+".discovery", vc.Discovery)
-		if u := vc.UpstreamTLS; u != nil {
-			if (u.CertificateFile == "") != (u.PrivateKeyFile == "") {
-				errs.add(p+".upstreamTLS", "certificateFile and privateKeyFile go together")
-			}
-			if _, err := ResolveTLSOptions(u.Options); err != nil {
-				errs.add(p+".upstreamTLS.options", "%v", err)
-			}
-		}
-		for j, f := range vc.Filters {
-			if f.Name == "" {
-				errs.add(fmt.Sprintf("%s.filters[%d].name", p, j), "required")
-			}
-			if f.Type == "" {
-				errs.add(fmt.Sprintf("%s.filters[%d].type", p, j), "required")
-			}
+		if _, err := ResolveTLSOptions(u.Options); err != nil {
+			errs.add(path+".upstreamTLS.options", "%v", err)
 		}
 	}
-	// Host names under one listener must route unambiguously.
-	for lname, idxs := range perListener {
-		l := c.Listeners[listeners[lname]]
+}
+
+// validateFilters requires a name and a type of each filter; whether the proxy implements the
+// type is its own decision (fail closed), not a configuration error.
+func validateFilters(errs *fieldErrs, path string, filters []Filter) {
+	for j, f := range filters {
+		if f.Name == "" {
+			errs.add(fmt.Sprintf("%s.filters[%d].name", path, j), "required")
+		}
+		if f.Type == "" {
+			errs.add(fmt.Sprintf("%s.filters[%d].type", path, j), "required")
+		}
+	}
+}
+
+// validateRouting checks that each listener can route a connection to exactly one virtual
+// cluster: by SNI host name on a TLS listener, while a plain listener, without SNI, serves one.
+func (v *validator) validateRouting() {
+	for lname, idxs := range v.servedBy {
+		l := v.c.Listeners[v.listenerIndex[lname]]
 		if !l.TLS() && len(idxs) > 1 {
-			errs.add(fmt.Sprintf("virtualClusters[%d].listener", idxs[1]), "plain listener %q already serves virtual cluster %q: without SNI a plain listener serves one virtual cluster", lname, c.VirtualClusters[idxs[0]].Name)
+			v.errs.add(fmt.Sprintf("virtualClusters[%d].listener", idxs[1]), "plain listener %q already serves virtual cluster %q: without SNI a plain listener serves one virtual cluster", lname, v.c.VirtualClusters[idxs[0]].Name)
 			continue
 		}
-		for a, i := range idxs {
-			for _, j := range idxs[a+1:] {
-				vi, vj := &c.VirtualClusters[i], &c.VirtualClusters[j]
-				p := fmt.Sprintf("virtualClusters[%d]", j)
-				for _, o := range HostOverlaps(*vi, *vj) {
-					switch o {
-					case SameBootstrapHost:
-						errs.add(p+".bootstrapHost", "%q is also the bootstrap host of virtual cluster %q on listener %q", vj.BootstrapHost, vi.Name, lname)
-					case SameBrokerPattern:
-						errs.add(p+".brokerPattern", "%q is also the broker pattern of virtual cluster %q on listener %q", vj.BrokerPattern, vi.Name, lname)
-					case BootstrapIsBroker:
-						errs.add(p+".bootstrapHost", "%q matches the broker pattern of virtual cluster %q", vj.BootstrapHost, vi.Name)
-					case BrokerIsBootstrap:
-						errs.add(p+".brokerPattern", "matches the bootstrap host of virtual cluster %q", vi.Name)
-					}
-				}
+		v.validateDistinctHosts(lname, idxs)
+	}
+}
+
+// validateDistinctHosts reports every host that two virtual clusters on one TLS listener would
+// share, against the later of the two.
+func (v *validator) validateDistinctHosts(lname string, idxs []int) {
+	for a, i := range idxs {
+		for _, j := range idxs[a+1:] {
+			earlier, later := &v.c.VirtualClusters[i], &v.c.VirtualClusters[j]
+			p := fmt.Sprintf("virtualClusters[%d]", j)
+			for _, o := range HostOverlaps(*earlier, *later) {
+				addHostOverlap(&v.errs, p, lname, o, earlier, later)
 			}
 		}
 	}
-	lim := c.Limits
+}
+
+// addHostOverlap words one HostOverlap of later with earlier, under the field of later it is in.
+func addHostOverlap(errs *fieldErrs, path, lname string, o HostOverlap, earlier, later *VirtualCluster) {
+	switch o {
+	case SameBootstrapHost:
+		errs.add(path+".bootstrapHost", "%q is also the bootstrap host of virtual cluster %q on listener %q", later.BootstrapHost, earlier.Name, lname)
+	case SameBrokerPattern:
+		errs.add(path+".brokerPattern", "%q is also the broker pattern of virtual cluster %q on listener %q", later.BrokerPattern, earlier.Name, lname)
+	case BootstrapIsBroker:
+		errs.add(path+".bootstrapHost", "%q matches the broker pattern of virtual cluster %q", later.BootstrapHost, earlier.Name)
+	case BrokerIsBootstrap:
+		errs.add(path+".brokerPattern", "matches the bootstrap host of virtual cluster %q", earlier.Name)
+	}
+}
+
+// validateLimits checks the limits once Default has filled in those left zero.
+func validateLimits(errs *fieldErrs, lim *Limits) {
+	validateSizeLimits(errs, lim)
+	validateConnectionLimits(errs, lim)
+	validateTimeouts(errs, lim)
+}
+
+// validateSizeLimits checks the frame, batch and filter memory bounds against each other.
+func validateSizeLimits(errs *fieldErrs, lim *Limits) {
 	if lim.MaxFrameBytes < 1024 {
 		errs.add("limits.maxFrameBytes", "must be at least 1024")
 	}
@@ -174,6 +275,10 @@ func (c *Config) Validate() error {
 		// take more than a quarter of it.
 		errs.add("limits.filterMemoryBytes", "must be at least four times maxBatchBytes (%d)", lim.MaxBatchBytes)
 	}
+}
+
+// validateConnectionLimits checks the caps on connections and handshakes.
+func validateConnectionLimits(errs *fieldErrs, lim *Limits) {
 	if lim.MaxConnections < 1 {
 		errs.add("limits.maxConnections", "must be positive")
 	}
@@ -183,6 +288,10 @@ func (c *Config) Validate() error {
 	if lim.HandshakesPerSecond < 0 {
 		errs.add("limits.handshakesPerSecond", "must not be negative")
 	}
+}
+
+// validateTimeouts refuses negative timeouts; zero ones took their defaults.
+func validateTimeouts(errs *fieldErrs, lim *Limits) {
 	for path, d := range map[string]time.Duration{
 		"limits.idleTimeout": lim.IdleTimeout.Duration, "limits.drainTimeout": lim.DrainTimeout.Duration,
 		"limits.upstreamDialTimeout": lim.UpstreamDialTimeout.Duration, "limits.upstreamRetryBudget": lim.UpstreamRetryBudget.Duration,
@@ -193,15 +302,11 @@ func (c *Config) Validate() error {
 			errs.add(path, "must not be negative")
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	sortErrs(errs)
-	return errors.Join(errs...)
 }
 
+// sortErrs orders errors by message: some steps iterate maps (validateRouting,
+// validateTimeouts), so without it the message would change from run to run.
 func sortErrs(errs fieldErrs) {
-	// Map iteration above (limits, listeners) is unordered; sort for stable messages.
 	for i := 1; i < len(errs); i++ {
 		for j := i; j > 0 && errs[j].Error() < errs[j-1].Error(); j-- {
 			errs[j], errs[j-1] = errs[j-1], errs[j]
