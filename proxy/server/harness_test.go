@@ -291,6 +291,8 @@ type testCluster struct {
 	Name, Prefix, Target string
 	UpstreamCA           string
 	Filters              bool
+	// FiltersYAML, when set, is the virtual cluster's filters field, as YAML.
+	FiltersYAML string
 }
 
 func (c proxyConfig) yaml() string {
@@ -310,6 +312,7 @@ func (c proxyConfig) yaml() string {
 		if vc.Filters {
 			b.WriteString("  filters:\n  - name: encrypt\n    type: RecordEncryption\n    config: {kms: x}\n")
 		}
+		b.WriteString(vc.FiltersYAML)
 	}
 	fmt.Fprintf(&b, "management:\n  port: %d\n  bindAddress: 127.0.0.1\n  metrics: true\nlimits:\n  upstreamRetryBudget: 5s\n  drainTimeout: 5s\n", c.MgmtPort)
 	return b.String()
