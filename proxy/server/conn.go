@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -104,102 +103,94 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// handle routes one accepted connection and relays it until either side ends.
+// handle routes one accepted connection and relays it until either side ends: the route (by
+// SNI in the TLS handshake, or the plain listener's one), the first request, the upstream
+// connection, then the relay. Each step that fails closes the connection.
 func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) {
-	logger := klog.FromContext(ctx)
 	snap := rt.snap.Load()
 	lim := *s.limits.Load()
+	tuneTCP(c, lim)
+	client, route, nodeID, ok := s.routeConn(ctx, snap, c, plainNodeID, lim)
+	if !ok {
+		return
+	}
+	vc := route.cfg.Name
+	logger := klog.LoggerWithValues(klog.FromContext(ctx), "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
+	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
+	first, ok := s.firstRequest(logger, client, cc, vc, lim)
+	if !ok {
+		return
+	}
+	up, addr, ok := s.upstreamConn(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
+	if !ok {
+		client.Close()
+		return
+	}
+	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, filters: route.filters, idle: lim.IdleTimeout.Duration}
+	defer pc.closeNow() // also when the relay panics
+	if !s.register(pc, route) {
+		return
+	}
+	defer s.unregister(pc)
+	defer s.Metrics.connectionOpened(vc, nodeID)()
+	logger.V(2).Info("Connection routed", "upstream", addr)
+	s.relay(logger, pc, route, lim, cc, first)
+}
+
+// tuneTCP sets a client TCP connection's options: no Nagle delay, keepalive, and the user
+// timeout that bounds unacknowledged writes.
+func tuneTCP(c net.Conn, lim config.Limits) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAliveConfig(keepAlive)
 		setUserTimeout(tc, lim.WriteTimeout.Duration)
 	}
-	var route *vcRoute
-	nodeID := plainNodeID
-	client := c
-	if snap.listener.TLS() {
-		var reason string
-		tc := tls.Server(c, &tls.Config{
-			MinVersion: tls.VersionTLS12,
-			GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-				r, id, ok := snap.route(hello.ServerName)
-				if !ok {
-					reason = "unknown_sni"
-					if hello.ServerName == "" {
-						reason = "no_sni"
-					}
-					if n, ok := s.refusedLog.allow(); ok {
-						logger.Info("Refused TLS handshake: no virtual cluster for this SNI (at most one such line a second; -v=2 logs each with the listener's hosts)",
-							"listener", snap.listener.Name, "sni", hello.ServerName, "remote", c.RemoteAddr().String(), "suppressed", n)
-					}
-					logger.V(2).Info("Refused TLS handshake: no virtual cluster for this SNI", "listener", snap.listener.Name,
-						"sni", hello.ServerName, "remote", c.RemoteAddr().String(), "patterns", describe(snap.patterns()))
-					return nil, fmt.Errorf("no virtual cluster for SNI %q", hello.ServerName)
-				}
-				cert := SelectCertificate(snap.certs, hello.ServerName)
-				if cert == nil {
-					reason = "no_certificate"
-					if n, ok := s.refusedLog.allow(); ok {
-						logger.Info("Refused TLS handshake: no certificate of the listener covers this SNI", "listener", snap.listener.Name,
-							"sni", hello.ServerName, "virtualCluster", r.cfg.Name, "suppressed", n)
-					}
-					return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
-				}
-				cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}
-				snap.params.Apply(cfg)
-				cfg.SetSessionTicketKeys(sessionTicketKeys(snap.ticketSeed, time.Now()))
-				if snap.clientCAs != nil {
-					cfg.ClientCAs = snap.clientCAs
-					cfg.ClientAuth = tls.RequireAndVerifyClientCert
-				}
-				route, nodeID = r, id
-				return cfg, nil
-			},
-		})
-		hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout.Duration)
-		err := tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			if reason == "" {
-				reason = "tls_error"
-				if errors.Is(err, context.DeadlineExceeded) {
-					reason = "timeout"
-				}
-				logger.V(2).Info("TLS handshake failed", "listener", snap.listener.Name, "remote", c.RemoteAddr().String(), "err", err)
-			}
-			s.Metrics.HandshakeFailures.WithLabelValues(snap.listener.Name, reason).Inc()
-			c.Close()
-			return
-		}
-		client = tc
-	} else {
-		if len(snap.routes) == 0 {
-			c.Close()
-			return
-		}
-		route = snap.routes[0]
-	}
+}
 
-	vc := route.cfg.Name
-	logger = klog.LoggerWithValues(logger, "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
-	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
-	// Nothing is spent on a connection (no upstream dial, no relay buffers) before its client has
-	// sent a whole first request within limits.firstRequestTimeout.
-	first, err := readFirstRequest(client, cc, lim.FirstRequestTimeout.Duration, lim.MaxFrameBytes)
-	if err != nil {
-		switch {
-		case errors.Is(err, errFirstRequestTimeout):
-			s.Metrics.Refusals.WithLabelValues(refusedFirstRequest).Inc()
-			logger.V(2).Info("Closing connection: no complete first request in time", "timeout", lim.FirstRequestTimeout.Duration)
-		case errors.Is(err, kafka.ErrMalformed):
-			s.Metrics.MalformedFrames.WithLabelValues(vc).Inc()
-			logger.Info("Closed connection on a malformed frame", "err", err)
-		default:
-			logger.V(2).Info("Connection closed before its first request", "err", err)
-		}
-		client.Close()
-		return
+// routeConn finds a connection's virtual cluster and node id: by SNI in the TLS handshake, or on
+// a plain listener its one virtual cluster and the port's node id. false: the connection is
+// closed.
+func (s *Server) routeConn(ctx context.Context, snap *snapshot, c net.Conn, plainNodeID int32, lim config.Limits) (net.Conn, *vcRoute, int32, bool) {
+	if snap.listener.TLS() {
+		tc, m, ok := s.handshake(ctx, snap, c, lim.HandshakeTimeout.Duration)
+		return tc, m.route, m.nodeID, ok
 	}
+	if len(snap.routes) == 0 {
+		c.Close()
+		return nil, nil, 0, false
+	}
+	return c, snap.routes[0], plainNodeID, true
+}
+
+// firstRequest reads the connection's first request: nothing is spent on a connection (no
+// upstream dial, no relay buffers) before its client has sent a whole first request within
+// limits.firstRequestTimeout. false: the connection is closed.
+func (s *Server) firstRequest(logger klog.Logger, client net.Conn, cc countingConn, vc string, lim config.Limits) ([]byte, bool) {
+	first, err := readFirstRequest(client, cc, lim.FirstRequestTimeout.Duration, lim.MaxFrameBytes)
+	if err == nil {
+		return first, true
+	}
+	switch {
+	case errors.Is(err, errFirstRequestTimeout):
+		s.Metrics.Refusals.WithLabelValues(refusedFirstRequest).Inc()
+		logger.V(2).Info("Closing connection: no complete first request in time", "timeout", lim.FirstRequestTimeout.Duration)
+	case errors.Is(err, kafka.ErrMalformed):
+		s.Metrics.MalformedFrames.WithLabelValues(vc).Inc()
+		logger.Info("Closed connection on a malformed frame", "err", err)
+	default:
+		logger.V(2).Info("Connection closed before its first request", "err", err)
+	}
+	client.Close()
+	return nil, false
+}
+
+// upstreamConn dials the broker a connection is for: the virtual cluster's bootstrap, or the
+// broker of its node id. A broker the proxy does not know yet answers the client's ApiVersions
+// with BROKER_NOT_AVAILABLE (clients retry with a metadata refresh). false: the caller closes
+// the client connection.
+func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
+	logger := klog.FromContext(ctx)
+	vc := route.cfg.Name
 	addr := route.cfg.TargetBootstrap
 	if nodeID >= 0 {
 		var err error
@@ -213,41 +204,39 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 				logger.V(2).Info("Closing connection: upstream broker unknown", "err", err)
 			}
 			answerBrokerNotAvailable(cc, first, lim.WriteTimeout.Duration)
-			client.Close()
-			return
+			return nil, addr, false
 		}
 	}
 	up, err := s.dialUpstream(ctx, route, addr, lim)
 	if err != nil {
 		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
 		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)
-		client.Close()
-		return
+		return nil, addr, false
 	}
+	return up, addr, true
+}
 
-	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, filters: route.filters, idle: lim.IdleTimeout.Duration}
-	defer pc.closeNow() // also when the relay panics
+// register adds a routed connection to those the server tracks (reloads and the drain end
+// them), unless a reload removed or changed its virtual cluster, or shutdown started, while it
+// was being set up.
+func (s *Server) register(pc *proxyConn, route *vcRoute) bool {
 	s.mu.Lock()
-	if s.vcs[vc] != route.state || s.vcChains[vc] != route.filters || s.draining.Load() {
-		// Removed by a reload (or shutdown started) while this connection was being set up.
-		s.mu.Unlock()
-		pc.closeNow()
-		return
+	defer s.mu.Unlock()
+	if s.vcs[pc.vc] != route.state || s.vcChains[pc.vc] != route.filters || s.draining.Load() {
+		return false
 	}
 	s.conns[pc] = struct{}{}
+	s.Metrics.ConnectionsTotal.WithLabelValues(pc.vc).Inc()
+	s.Metrics.ConnectionsActive.WithLabelValues(pc.vc).Inc()
+	return true
+}
+
+// unregister forgets a connection that ended.
+func (s *Server) unregister(pc *proxyConn) {
+	s.Metrics.ConnectionsActive.WithLabelValues(pc.vc).Dec()
+	s.mu.Lock()
+	delete(s.conns, pc)
 	s.mu.Unlock()
-	s.Metrics.ConnectionsTotal.WithLabelValues(vc).Inc()
-	active := s.Metrics.ConnectionsActive.WithLabelValues(vc)
-	active.Inc()
-	defer s.Metrics.connectionOpened(vc, nodeID)()
-	defer func() {
-		active.Dec()
-		s.mu.Lock()
-		delete(s.conns, pc)
-		s.mu.Unlock()
-	}()
-	logger.V(2).Info("Connection routed", "upstream", addr)
-	s.relay(logger, pc, route, lim, cc, first)
 }
 
 // addressMap learns upstream broker addresses and gives clients this virtual cluster's
