@@ -455,17 +455,21 @@ func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nod
 			c.Close()
 			continue
 		}
-		go func() {
-			defer s.connCount.Add(-1)
-			defer s.sources.release(src)
-			defer func() {
-				if r := recover(); r != nil {
-					s.recovered(logger, r, func() { c.Close() })
-				}
-			}()
-			s.handle(ctx, rt, c, nodeID)
-		}()
+		go s.serveConn(ctx, rt, c, src, nodeID)
 	}
+}
+
+// serveConn is one accepted connection's goroutine: it handles the connection and, when that
+// ends or panics, gives back the connection's place in the limits.
+func (s *Server) serveConn(ctx context.Context, rt *listenerRT, c net.Conn, src netip.Addr, nodeID int32) {
+	defer s.connCount.Add(-1)
+	defer s.sources.release(src)
+	defer func() {
+		if r := recover(); r != nil {
+			s.recovered(klog.FromContext(ctx), r, func() { c.Close() })
+		}
+	}()
+	s.handle(ctx, rt, c, nodeID)
 }
 
 // admit counts a new connection from src, or returns why it is refused: the proxy drains, or
@@ -520,12 +524,15 @@ func (s *Server) startManagement(ctx context.Context, m config.Management) error
 	s.mu.Lock()
 	s.mgmt, s.mgmtAddr = srv, ln.Addr()
 	s.mu.Unlock()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Management server stopped")
-		}
-	}()
+	go serveManagement(ctx, srv, ln)
 	return nil
+}
+
+// serveManagement is the management port's goroutine.
+func serveManagement(ctx context.Context, srv *http.Server, ln net.Listener) {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.FromContext(ctx).Error(err, "Management server stopped")
+	}
 }
 
 // shutdown stops accepting, lets every connection finish the requests it has in flight,
