@@ -16,4 +16,19 @@
 //   - State a filter needs between a request and its response goes in the Exchange.
 //   - Frames of keys no filter wants, and every frame of a virtual cluster without filters, are
 //     never decoded: the hot path stays the byte-copying one.
+//   - A chain lives as long as its virtual cluster's filters, the files they read and the limits
+//     stay the same: reloads reuse it (and what its filters cache), and close it once replaced.
+//
+// Files:
+//   - registry.go: RegisterTyped (each filter's config as a Go type, decoded strictly once), New,
+//     Check (the operator's check of a KafkaFilter), Types.
+//   - filter.go: Filter, Exchange, Chain and its per-connection Conn: decoding a request or
+//     response, the proxy's own rules before filters run (Produce and Fetch versions, Fetch sizes
+//     lowered by capFetch, responses made to fit by fitFetch), error answers.
+//   - lifecycle.go: Chains and Plan, keeping chains across reloads and closing retired ones.
+//   - budget.go: the process-wide memory Budget, Limits, and each request's Allowance.
+//   - produce.go: Refusals, refusing some partitions of a Produce and forwarding the rest.
+//
+// Sub-packages: records (record batches: decode within an allowance, decompress, re-encode),
+// encryption (RecordEncryption), validation (RecordValidation), all (registers every filter).
 package filter

@@ -14,6 +14,15 @@
 // and maxDEKAge, then a new one is made: there is never one KMS call per record. The wrapped DEK
 // travels in the record; the format is in docs/record-encryption.md. Keys and headers are not
 // encrypted. A record that was never encrypted passes through on fetch.
+//
+// Files:
+//   - encryption.go: the filter: Produce requests encrypted per partition (OnRequest), Fetch
+//     responses decrypted (OnResponse, decryptFetch); a record is sealed by sealer.rewrite, with
+//     the DEK from encryptor.dek, and opened by decryptRecord.
+//   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
+//   - vault.go: VaultKMS, Vault's transit engine over HTTP(S).
+//   - guard.go: what clients can make the filter look up: legal topic and KEK names, look-ups per
+//     request and per connection, the KMS rate limiter, the bounded caches (lru).
 package encryption
 
 import (
