@@ -42,7 +42,7 @@ func (p *refProblem) kindAs(reason string) *refProblem {
 	if p.reason != ReasonInvalidKind {
 		return p
 	}
-	return &refProblem{reason, p.message}
+	return &refProblem{reason: reason, message: p.message}
 }
 
 // effects are the Secret mounts, Secret copies and filter Secrets that resolving references
@@ -90,21 +90,21 @@ func (t *translator) apply(fx *effects) {
 // key, or a Secret check refuses.
 func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjectReference, from gatewaymodel.From, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
 	if !gatewaymodel.IsSecretRef(ref) {
-		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
+		return "", &refProblem{reason: ReasonInvalidKind, message: fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
 	}
 	ns := gatewaymodel.RefNamespace(ref.Namespace, from.Namespace)
 	name := string(ref.Name)
 	if ns != from.Namespace {
 		if !t.visible(ns) {
-			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
+			return "", &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
-			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace)}
+			return "", &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace)}
 		}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]
 	if secret == nil {
-		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s not found", ns, name)}
+		return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s not found", ns, name)}
 	}
 	var missing []string
 	for _, k := range keys {
@@ -115,11 +115,11 @@ func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjec
 		}
 	}
 	if len(missing) > 0 {
-		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
+		return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
 	}
 	if check != nil {
 		if err := check(secret); err != nil {
-			return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s: %v", ns, name, err)}
+			return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s: %v", ns, name, err)}
 		}
 	}
 	if ns == t.ns {
