@@ -39,7 +39,7 @@ func (t *translator) attachRoutes(res *Result) {
 			if tooBig == nil {
 				accepted, resolved, brokers = t.attach(route, pr)
 			}
-			parents = append(parents, routeParentStatus(route, pr, accepted, resolved, brokers))
+			parents = append(parents, routeParentStatus(route, pr, t.noted(accepted), t.noted(resolved), brokers))
 		}
 		res.RouteParents[route.Name] = limitTo(parents, maxRouteParentStatuses)
 	}

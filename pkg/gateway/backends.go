@@ -83,7 +83,7 @@ func (t *translator) discoveryCredential(fx *effects, route *kroxyliciousv1alpha
 	from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
 	mounted, p := t.secretRef(fx, dc.SecretRef, from, []string{discoveryPasswordKey}, ReasonInvalidDiscoveryCredential, nil)
 	if p != nil {
-		return nil, &refProblem{reason: p.reason, message: "discoveryCredential: " + p.message}
+		return nil, &refProblem{reason: p.reason, message: "discoveryCredential: " + p.message, notGranted: p.notGranted}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(dc.SecretRef.Namespace, route.Namespace), Name: string(dc.SecretRef.Name)}]
 	dir := fx.mount(mounted, BackendSecretsDir+"/"+mounted)
@@ -137,7 +137,7 @@ func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kr
 		}
 		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
 		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}) {
-			return nil, nil, &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace)}
+			return nil, nil, notGranted(fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace))
 		}
 	}
 	svc := t.services[types.NamespacedName{Namespace: ns, Name: name}]
@@ -291,10 +291,10 @@ func (t *translator) upstreamTLS(fx *effects, svc *corev1.Service, port corev1.S
 	}
 	t.evaluatePolicy(fx, winner, svc)
 	if winner.accepted != nil {
-		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.accepted.message)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.accepted.message), notGranted: winner.accepted.notGranted}
 	}
 	if winner.resolved != nil {
-		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.resolved.message)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.resolved.message), notGranted: winner.resolved.notGranted}
 	}
 	up := *winner.tls
 	up.CAFiles = append([]string(nil), winner.tls.CAFiles...)
@@ -337,7 +337,7 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 		up.ServerName = *p.Spec.Validation.Hostname
 	}
 	var msgs []string
-	reason := ReasonInvalidCACertificateRef
+	reason, notGranted := ReasonInvalidCACertificateRef, false
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		keys := strimzi.CACertEntries(nil)
 		if secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, p.Namespace), Name: string(ref.Name)}]; secret != nil {
@@ -349,6 +349,7 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 				reason = prob.reason
 			}
 			msgs = append(msgs, prob.message)
+			notGranted = notGranted || prob.notGranted
 			continue
 		}
 		dir := fx.mount(secret, BackendSecretsDir+"/"+secret)
@@ -357,7 +358,7 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 		}
 	}
 	if len(msgs) > 0 {
-		ps.resolved = &refProblem{reason: reason, message: strings.Join(msgs, "; ")}
+		ps.resolved = &refProblem{reason: reason, message: strings.Join(msgs, "; "), notGranted: notGranted}
 	}
 	ps.tls = up
 }

@@ -145,10 +145,12 @@ func joinProblems(problems []*refProblem) *refProblem {
 		}
 	}
 	msgs := make([]string, 0, len(problems))
+	notGranted := false
 	for _, q := range problems {
 		msgs = append(msgs, q.message)
+		notGranted = notGranted || q.notGranted
 	}
-	return &refProblem{reason: p.reason, message: strings.Join(msgs, "; ")}
+	return &refProblem{reason: p.reason, message: strings.Join(msgs, "; "), notGranted: notGranted}
 }
 
 // readClientCertificate resolves the gateway's backendTLS.clientCertificateRef, the client
