@@ -39,7 +39,7 @@ func (t *translator) attachRoutes(res *Result) {
 			if tooBig == nil {
 				accepted, resolved, brokers = t.attach(route, pr)
 			}
-			parents = append(parents, routeParentStatus(route, pr, accepted, resolved, brokers))
+			parents = append(parents, routeParentStatus(route, pr, t.noted(accepted), t.noted(resolved), brokers))
 		}
 		res.RouteParents[route.Name] = limitTo(parents, maxRouteParentStatuses)
 	}
@@ -111,12 +111,12 @@ func routeLimitProblem(route *kroxyliciousv1alpha1.KafkaRoute) *refProblem {
 	for _, pr := range route.Spec.ParentRefs {
 		ids := brokerIDCount(pr)
 		if ids > kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef {
-			return &refProblem{ReasonLimitExceeded, fmt.Sprintf("parentRef %s lists %d broker ids, more than the %d a parentRef may list", pr.Name, ids, kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
+			return &refProblem{reason: ReasonLimitExceeded, message: fmt.Sprintf("parentRef %s lists %d broker ids, more than the %d a parentRef may list", pr.Name, ids, kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
 		}
 		hosts += len(pr.Hostnames) * (ids + 1)
 	}
 	if hosts > kroxyliciousv1alpha1.MaxHostsPerRoute {
-		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the route asks for %d hosts (the sum over parentRefs of hostnames x (broker ids + 1)), more than the %d a route may ask for: each host needs its own Service", hosts, kroxyliciousv1alpha1.MaxHostsPerRoute)}
+		return &refProblem{reason: ReasonLimitExceeded, message: fmt.Sprintf("the route asks for %d hosts (the sum over parentRefs of hostnames x (broker ids + 1)), more than the %d a route may ask for: each host needs its own Service", hosts, kroxyliciousv1alpha1.MaxHostsPerRoute)}
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func (t *translator) selectListeners(pr kroxyliciousv1alpha1.KafkaRouteParentRef
 	if pr.SectionName != nil && *pr.SectionName != "" {
 		l := t.byName[string(*pr.SectionName)]
 		if l == nil {
-			return nil, &refProblem{ReasonNoMatchingParent, fmt.Sprintf("gateway %s has no listener %q", t.gw.Name, *pr.SectionName)}
+			return nil, &refProblem{reason: ReasonNoMatchingParent, message: fmt.Sprintf("gateway %s has no listener %q", t.gw.Name, *pr.SectionName)}
 		}
 		selected = []*listenerState{l}
 	}
@@ -197,7 +197,7 @@ func (t *translator) selectListeners(pr kroxyliciousv1alpha1.KafkaRouteParentRef
 		}
 	}
 	if len(accepted) == 0 {
-		return nil, &refProblem{ReasonNotAllowedByListeners, strings.Join(why, "; ")}
+		return nil, &refProblem{reason: ReasonNotAllowedByListeners, message: strings.Join(why, "; ")}
 	}
 	return accepted, nil
 }
@@ -207,11 +207,11 @@ func brokerIDs(pr kroxyliciousv1alpha1.KafkaRouteParentReference) ([]int32, *ref
 	idSet := map[int32]bool{}
 	for _, b := range pr.Brokers {
 		if b.BrokerIdentityMapping != nil && *b.BrokerIdentityMapping != kroxyliciousv1alpha1.BrokerIdentityMappingIdentity {
-			return nil, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("brokerIdentityMapping %q is not supported: only %q", *b.BrokerIdentityMapping, kroxyliciousv1alpha1.BrokerIdentityMappingIdentity)}
+			return nil, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("brokerIdentityMapping %q is not supported: only %q", *b.BrokerIdentityMapping, kroxyliciousv1alpha1.BrokerIdentityMappingIdentity)}
 		}
 		for _, id := range b.AdvertisedBrokerIds {
 			if id < 0 {
-				return nil, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("broker id %d is negative", id)}
+				return nil, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("broker id %d is negative", id)}
 			}
 			idSet[id] = true
 		}
@@ -222,7 +222,7 @@ func brokerIDs(pr kroxyliciousv1alpha1.KafkaRouteParentReference) ([]int32, *ref
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	if len(ids) == 0 {
-		return nil, &refProblem{ReasonUnsupportedValue, "brokers lists no advertisedBrokerIds"}
+		return nil, &refProblem{reason: ReasonUnsupportedValue, message: "brokers lists no advertisedBrokerIds"}
 	}
 	return ids, nil
 }
@@ -233,16 +233,16 @@ func (t *translator) hosts(pr kroxyliciousv1alpha1.KafkaRouteParentReference) ([
 	var hosts []gatewaymodel.Host
 	for _, hn := range pr.Hostnames {
 		if d := t.deniedDomain(string(hn)); d != "" {
-			return nil, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("hostname %s is under ingress domain %s, which the operator does not allow", hn, d)}
+			return nil, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("hostname %s is under ingress domain %s, which the operator does not allow", hn, d)}
 		}
 		h, err := gatewaymodel.ResolveHost(string(hn), t.ns, t.s.Env.ClusterDomain, t.ingressDomains, len(t.parentRefs) > 0)
 		if err != nil {
-			return nil, &refProblem{ReasonUnsupportedValue, err.Error()}
+			return nil, &refProblem{reason: ReasonUnsupportedValue, message: err.Error()}
 		}
 		hosts = append(hosts, h)
 	}
 	if len(hosts) == 0 {
-		return nil, &refProblem{ReasonUnsupportedValue, "hostnames is empty"}
+		return nil, &refProblem{reason: ReasonUnsupportedValue, message: "hostnames is empty"}
 	}
 	return hosts, nil
 }
@@ -355,7 +355,7 @@ func (p *pending) addService(name string, lb bool, route string, l *listenerStat
 // TLSRoute), checks the generated names, and adds the Services to the plan's claims.
 func (t *translator) checkPlan(route string, p *pending) *refProblem {
 	if have, more, most := len(t.svcs)+len(t.osRoutes)+len(t.tlsRoutes), len(p.svcs)+len(p.os)+len(p.tls), t.s.Env.maxGeneratedObjects(); have+more > most {
-		return &refProblem{ReasonLimitExceeded, fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway (the operator's --max-generated-objects-per-gateway)", have, more, most)}
+		return &refProblem{reason: ReasonLimitExceeded, message: fmt.Sprintf("the gateway already generates %d Services and Routes for its routes, and this parentRef needs %d more: at most %d per gateway (the operator's --max-generated-objects-per-gateway)", have, more, most)}
 	}
 	for _, svc := range p.svcs {
 		what, owner := "the LoadBalancer of route "+route, route+"|LoadBalancer"
@@ -363,13 +363,13 @@ func (t *translator) checkPlan(route string, p *pending) *refProblem {
 			what, owner = "a host of route "+route, route+"|ClusterIP"
 		}
 		if err := checkServiceName(svc.name, what); err != nil {
-			return &refProblem{ReasonUnsupportedValue, err.Error()}
+			return &refProblem{reason: ReasonUnsupportedValue, message: err.Error()}
 		}
 		p.claims = append(p.claims, claim{ObjectKey{KindService, svc.name}, owner, what})
 	}
 	for _, dr := range append(append([]*desiredRoute(nil), p.os...), p.tls...) {
 		if len(validation.IsDNS1123Subdomain(dr.name)) > 0 {
-			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("the object name %q for host %s is not valid", dr.name, dr.host)}
+			return &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("the object name %q for host %s is not valid", dr.name, dr.host)}
 		}
 	}
 	return nil
@@ -391,18 +391,18 @@ func (t *translator) checkClaims(route string, p *pending) *refProblem {
 	local := map[ObjectKey]claim{}
 	for _, c := range p.claims {
 		if t.foreign[c.key] {
-			return &refProblem{ReasonNameInUse, fmt.Sprintf("%s needs %s %s, which exists and is not managed by this gateway", c.what, c.key.Kind, c.key.Name)}
+			return &refProblem{reason: ReasonNameInUse, message: fmt.Sprintf("%s needs %s %s, which exists and is not managed by this gateway", c.what, c.key.Kind, c.key.Name)}
 		}
 		if owner, ok := t.claims[c.key]; ok && owner != c.owner {
 			other := t.claimRoute[c.key]
 			if other != route {
 				t.conflictOnListeners(p, fmt.Sprintf("route %s: %s needs %s %s, already generated for route %s", route, c.what, c.key.Kind, c.key.Name, other))
-				return &refProblem{ReasonHostnameConflict, fmt.Sprintf("%s needs %s %s, already generated for route %s", c.what, c.key.Kind, c.key.Name, other)}
+				return &refProblem{reason: ReasonHostnameConflict, message: fmt.Sprintf("%s needs %s %s, already generated for route %s", c.what, c.key.Kind, c.key.Name, other)}
 			}
-			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("%s needs %s %s, which another hostname of this route already needs", c.what, c.key.Kind, c.key.Name)}
+			return &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("%s needs %s %s, which another hostname of this route already needs", c.what, c.key.Kind, c.key.Name)}
 		}
 		if prev, ok := local[c.key]; ok && prev.owner != c.owner {
-			return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("%s and %s both map to %s %s", prev.what, c.what, c.key.Kind, c.key.Name)}
+			return &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("%s and %s both map to %s %s", prev.what, c.what, c.key.Kind, c.key.Name)}
 		}
 		local[c.key] = c
 	}
@@ -412,13 +412,13 @@ func (t *translator) checkClaims(route string, p *pending) *refProblem {
 			if clash := sniClash(held.vc, ps.claim.vc); clash != "" {
 				msg := fmt.Sprintf("hostname %s on listener %q overlaps route %s: %s", ps.claim.vc.BootstrapHost, ps.listener.spec.Name, held.route, clash)
 				ps.listener.conflicts = append(ps.listener.conflicts, fmt.Sprintf("route %s: %s", route, msg))
-				return &refProblem{ReasonHostnameConflict, msg}
+				return &refProblem{reason: ReasonHostnameConflict, message: msg}
 			}
 		}
 		for _, other := range p.sni[:i] {
 			if other.listener == ps.listener {
 				if clash := sniClash(other.claim.vc, ps.claim.vc); clash != "" {
-					return &refProblem{ReasonUnsupportedValue, fmt.Sprintf("hostnames of this route overlap on listener %q: %s", ps.listener.spec.Name, clash)}
+					return &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("hostnames of this route overlap on listener %q: %s", ps.listener.spec.Name, clash)}
 				}
 			}
 		}

@@ -51,7 +51,7 @@ func (t *translator) refsProblem(route *kroxyliciousv1alpha1.KafkaRoute, pr krox
 // known as soon as the backend resolves, even when a later reference does not.
 func (t *translator) resolveRefs(fx *effects, route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference) (backend, *refProblem) {
 	if len(pr.Rules) != 1 || len(pr.Rules[0].BackendRefs) != 1 {
-		return backend{}, &refProblem{ReasonUnsupportedValue, "exactly one rule with exactly one backendRef is supported"}
+		return backend{}, &refProblem{reason: ReasonUnsupportedValue, message: "exactly one rule with exactly one backendRef is supported"}
 	}
 	rule := pr.Rules[0]
 	b, upstream, p := t.resolveBackend(route, rule.BackendRefs[0])
@@ -83,7 +83,7 @@ func (t *translator) discoveryCredential(fx *effects, route *kroxyliciousv1alpha
 	from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
 	mounted, p := t.secretRef(fx, dc.SecretRef, from, []string{discoveryPasswordKey}, ReasonInvalidDiscoveryCredential, nil)
 	if p != nil {
-		return nil, &refProblem{p.reason, "discoveryCredential: " + p.message}
+		return nil, &refProblem{reason: p.reason, message: "discoveryCredential: " + p.message, notGranted: p.notGranted}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(dc.SecretRef.Namespace, route.Namespace), Name: string(dc.SecretRef.Name)}]
 	dir := fx.mount(mounted, BackendSecretsDir+"/"+mounted)
@@ -127,22 +127,22 @@ func (t *translator) resolveBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref 
 // granted by a ReferenceGrant, another visible one.
 func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kroxyliciousv1alpha1.BackendReference) (*corev1.Service, *corev1.ServicePort, *refProblem) {
 	if b.Group != nil && *b.Group != gatewaymodel.CoreGroup || b.Kind != nil && *b.Kind != gatewaymodel.KindService {
-		return nil, nil, &refProblem{ReasonInvalidKind, "backendRefs must name a core Service or a Strimzi Kafka"}
+		return nil, nil, &refProblem{reason: ReasonInvalidKind, message: "backendRefs must name a core Service or a Strimzi Kafka"}
 	}
 	ns := gatewaymodel.RefNamespace(b.Namespace, route.Namespace)
 	name := string(b.Name)
 	if ns != route.Namespace {
 		if !t.visible(ns) {
-			return nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in a namespace the operator does not watch", ns, name)}
+			return nil, nil, &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Service %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
 		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}) {
-			return nil, nil, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace)}
+			return nil, nil, notGranted(fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace))
 		}
 	}
 	svc := t.services[types.NamespacedName{Namespace: ns, Name: name}]
 	if svc == nil {
-		return nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s not found", ns, name)}
+		return nil, nil, &refProblem{reason: ReasonBackendNotFound, message: fmt.Sprintf("Service %s/%s not found", ns, name)}
 	}
 	var svcPort *corev1.ServicePort
 	for i := range svc.Spec.Ports {
@@ -151,7 +151,7 @@ func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kr
 		}
 	}
 	if svcPort == nil {
-		return nil, nil, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Service %s/%s has no port %d", ns, name, b.Port)}
+		return nil, nil, &refProblem{reason: ReasonBackendNotFound, message: fmt.Sprintf("Service %s/%s has no port %d", ns, name, b.Port)}
 	}
 	return svc, svcPort, nil
 }
@@ -178,11 +178,11 @@ func (t *translator) routeFilters(fx *effects, route *kroxyliciousv1alpha1.Kafka
 	var filters []config.Filter
 	for _, f := range refs {
 		if f.Group != nil && *f.Group != gatewaymodel.FilterGroup || f.Kind != nil && *f.Kind != gatewaymodel.KindFilter {
-			return nil, &refProblem{ReasonInvalidKind, fmt.Sprintf("filter %q must be a filter.kroxylicious.io KafkaFilter", f.Name)}
+			return nil, &refProblem{reason: ReasonInvalidKind, message: fmt.Sprintf("filter %q must be a filter.kroxylicious.io KafkaFilter", f.Name)}
 		}
 		kf := t.filters[string(f.Name)]
 		if kf == nil {
-			return nil, &refProblem{ReasonFilterNotFound, fmt.Sprintf("KafkaFilter %s/%s not found", route.Namespace, f.Name)}
+			return nil, &refProblem{reason: ReasonFilterNotFound, message: fmt.Sprintf("KafkaFilter %s/%s not found", route.Namespace, f.Name)}
 		}
 		filter, p := t.filter(fx, kf)
 		if p != nil {
@@ -201,7 +201,7 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 		if len(t.s.Env.FilterTypes) > 0 {
 			implemented = strings.Join(t.s.Env.FilterTypes, ", ")
 		}
-		return config.Filter{}, &refProblem{ReasonUnsupportedValue, fmt.Sprintf("KafkaFilter %s has type %s, which the proxy does not implement (it implements: %s; see the operator's --proxy-filter-types)", kf.Name, kf.Spec.Type, implemented)}
+		return config.Filter{}, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("KafkaFilter %s has type %s, which the proxy does not implement (it implements: %s; see the operator's --proxy-filter-types)", kf.Name, kf.Spec.Type, implemented)}
 	}
 	var raw []byte
 	if kf.Spec.Config != nil {
@@ -209,22 +209,22 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 	}
 	cfg, refs, err := SubstituteFilterSecrets(raw)
 	if err != nil {
-		return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
+		return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
 	}
 	for _, r := range refs {
 		secret := t.secrets[types.NamespacedName{Namespace: kf.Namespace, Name: r.Secret}]
 		if secret == nil {
-			return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: Secret %s/%s not found", kf.Name, kf.Namespace, r.Secret)}
+			return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: Secret %s/%s not found", kf.Name, kf.Namespace, r.Secret)}
 		}
 		if r.Key != "" {
 			if _, ok := secret.Data[r.Key]; !ok {
-				return config.Filter{}, &refProblem{ReasonInvalidFilterSecretRef, fmt.Sprintf("KafkaFilter %s: Secret %s/%s has no key %q", kf.Name, kf.Namespace, r.Secret, r.Key)}
+				return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: Secret %s/%s has no key %q", kf.Name, kf.Namespace, r.Secret, r.Key)}
 			}
 		}
 	}
 	if check := t.s.Env.CheckFilter; check != nil {
 		if err := check(kf.Spec.Type, cfg, t.filterFiles(kf.Namespace, refs)); err != nil {
-			return config.Filter{}, &refProblem{ReasonInvalidFilterConfig, fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
+			return config.Filter{}, &refProblem{reason: ReasonInvalidFilterConfig, message: fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
 		}
 	}
 	for _, r := range refs {
@@ -262,7 +262,7 @@ func (t *translator) upstreamTLS(fx *effects, svc *corev1.Service, port corev1.S
 		if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
 			if !ps.used { // a policy that applies elsewhere for this gateway keeps that status
 				ps.used = true
-				ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+				ps.accepted = &refProblem{reason: ReasonInvalid, message: fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
 				ps.tls = &config.UpstreamTLS{}
 			}
 			continue
@@ -286,15 +286,15 @@ func (t *translator) upstreamTLS(fx *effects, svc *corev1.Service, port corev1.S
 	for _, loser := range matches[1:] {
 		loser.used = true
 		if loser.accepted == nil {
-			loser.accepted = &refProblem{ReasonConflicted, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s already applies to Service %s/%s port %d", winner.policy.Namespace, winner.policy.Name, svc.Namespace, svc.Name, port.Port)}
+			loser.accepted = &refProblem{reason: ReasonConflicted, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s already applies to Service %s/%s port %d", winner.policy.Namespace, winner.policy.Name, svc.Namespace, svc.Name, port.Port)}
 		}
 	}
 	t.evaluatePolicy(fx, winner, svc)
 	if winner.accepted != nil {
-		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.accepted.message)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.accepted.message), notGranted: winner.accepted.notGranted}
 	}
 	if winner.resolved != nil {
-		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.resolved.message)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("KafkaBackendTLSPolicy %s/%s: %s", winner.policy.Namespace, winner.policy.Name, winner.resolved.message), notGranted: winner.resolved.notGranted}
 	}
 	up := *winner.tls
 	up.CAFiles = append([]string(nil), winner.tls.CAFiles...)
@@ -325,19 +325,19 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 	ps.accepted, ps.resolved = nil, nil
 	p := ps.policy
 	if p.Namespace != svc.Namespace && !t.granted(gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Namespace: p.Namespace}, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: svc.Namespace, Name: svc.Name}) {
-		ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
+		ps.accepted = &refProblem{reason: ReasonInvalid, message: fmt.Sprintf("it targets Service %s/%s in another namespace, and no ReferenceGrant there allows it", svc.Namespace, svc.Name)}
 		ps.tls = &config.UpstreamTLS{}
 		return
 	}
 	if _, err := config.ResolveTLSOptions(p.Spec.Options); err != nil {
-		ps.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("options: %v", err)}
+		ps.accepted = &refProblem{reason: ReasonInvalid, message: fmt.Sprintf("options: %v", err)}
 	}
 	up := &config.UpstreamTLS{Options: p.Spec.Options}
 	if p.Spec.Validation.Hostname != nil {
 		up.ServerName = *p.Spec.Validation.Hostname
 	}
 	var msgs []string
-	reason := ReasonInvalidCACertificateRef
+	reason, notGranted := ReasonInvalidCACertificateRef, false
 	for _, ref := range p.Spec.Validation.CACertificateRefs {
 		keys := strimzi.CACertEntries(nil)
 		if secret := t.secrets[types.NamespacedName{Namespace: gatewaymodel.RefNamespace(ref.Namespace, p.Namespace), Name: string(ref.Name)}]; secret != nil {
@@ -349,6 +349,7 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 				reason = prob.reason
 			}
 			msgs = append(msgs, prob.message)
+			notGranted = notGranted || prob.notGranted
 			continue
 		}
 		dir := fx.mount(secret, BackendSecretsDir+"/"+secret)
@@ -357,7 +358,7 @@ func (t *translator) evaluatePolicy(fx *effects, ps *policyState, svc *corev1.Se
 		}
 	}
 	if len(msgs) > 0 {
-		ps.resolved = &refProblem{reason, strings.Join(msgs, "; ")}
+		ps.resolved = &refProblem{reason: reason, message: strings.Join(msgs, "; "), notGranted: notGranted}
 	}
 	ps.tls = up
 }

@@ -75,7 +75,7 @@ func (t *translator) build(res *Result) {
 	// 4. Status, once: the gateway's conditions and listeners, then the policies'.
 	pr := progress{problems: objs.problems, deploymentReady: t.deploymentAvailable(), unassigned: len(unassigned) > 0}
 	if len(tls.timedOut) > 0 {
-		pr.problems = append(pr.problems, &refProblem{ReasonTLSRouteNotAccepted, fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tls.timedOut, maxListedNames), ", "), t.s.Env.TLSRouteTimeout)})
+		pr.problems = append(pr.problems, &refProblem{reason: ReasonTLSRouteNotAccepted, message: fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tls.timedOut, maxListedNames), ", "), t.s.Env.TLSRouteTimeout)})
 	}
 	if !pr.deploymentReady {
 		pr.waiting = append(pr.waiting, fmt.Sprintf("Deployment %s is not available yet", dep))
@@ -95,7 +95,7 @@ func (t *translator) build(res *Result) {
 // status saying why (policies keep theirs).
 func (t *translator) holdInvalid(res *Result, message string) {
 	res.Hold = true
-	res.GatewayStatus = t.gatewayStatus(progress{problems: []*refProblem{{ReasonInvalid, message}}})
+	res.GatewayStatus = t.gatewayStatus(progress{problems: []*refProblem{{reason: ReasonInvalid, message: message}}})
 }
 
 // proxyConfig is the proxy configuration: the usable listeners and the accepted virtual clusters.
@@ -127,7 +127,7 @@ type objectSet struct {
 func (o *objectSet) add(kind, name string, obj *unstructured.Unstructured) {
 	key := ObjectKey{kind, name}
 	if o.foreign[key] {
-		o.problems = append(o.problems, &refProblem{ReasonNameInUse, fmt.Sprintf("%s %s exists and is not managed by this gateway", kind, name)})
+		o.problems = append(o.problems, &refProblem{reason: ReasonNameInUse, message: fmt.Sprintf("%s %s exists and is not managed by this gateway", kind, name)})
 		return
 	}
 	o.objects[key] = obj
@@ -179,7 +179,7 @@ func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, ya
 	}
 	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindPodDisruptionBudget, KindSecret, KindService}
 	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
-		objs.problems = append(objs.problems, &refProblem{ReasonOpenShiftRoutesUnavailable, fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes))})
+		objs.problems = append(objs.problems, &refProblem{reason: ReasonOpenShiftRoutesUnavailable, message: fmt.Sprintf("%d hostnames are under an ingress domain, but this cluster does not serve route.openshift.io/v1 Routes", len(t.osRoutes))})
 	}
 	if t.s.Env.OpenShiftRoutes {
 		res.PruneKinds = append(res.PruneKinds, KindRoute)
@@ -188,7 +188,7 @@ func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, ya
 		}
 	}
 	if len(t.tlsRoutes) > 0 && !t.s.Env.TLSRoutes {
-		objs.problems = append(objs.problems, &refProblem{ReasonTLSRoutesUnavailable, fmt.Sprintf("%d hosts need Gateway API TLSRoutes, but this cluster does not serve gateway.networking.k8s.io/v1 TLSRoute", len(t.tlsRoutes))})
+		objs.problems = append(objs.problems, &refProblem{reason: ReasonTLSRoutesUnavailable, message: fmt.Sprintf("%d hosts need Gateway API TLSRoutes, but this cluster does not serve gateway.networking.k8s.io/v1 TLSRoute", len(t.tlsRoutes))})
 	}
 	if t.s.Env.TLSRoutes {
 		res.PruneKinds = append(res.PruneKinds, KindTLSRoute)

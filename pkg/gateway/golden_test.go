@@ -56,7 +56,7 @@ func loadCase(t *testing.T, path string) *Snapshot {
 	t.Helper()
 	s := &Snapshot{Env: Environment{
 		ClusterDomain: "svc.cluster.local", ProxyImage: "ghcr.io/kafkalink/kafkalink-proxy:test",
-		OpenShiftRoutes: true, TLSRoutes: true, StrimziKafkas: true, TLSRouteTimeout: 5 * time.Minute,
+		OpenShiftRoutes: true, TLSRoutes: true, ReferenceGrants: true, StrimziKafkas: true, TLSRouteTimeout: 5 * time.Minute,
 		Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
 	}}
 	var gateways []*kroxyliciousv1alpha1.KafkaGateway

@@ -42,16 +42,16 @@ func (t *translator) backendKafka(route *kroxyliciousv1alpha1.KafkaRoute, b krox
 	ns, name := gatewaymodel.RefNamespace(b.Namespace, route.Namespace), string(b.Name)
 	if ns != route.Namespace {
 		if !t.visible(ns) {
-			return nil, strimzi.Listener{}, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Kafka %s/%s is in a namespace the operator does not watch", ns, name)}
+			return nil, strimzi.Listener{}, &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Kafka %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
 		if !t.granted(from, gatewaymodel.To{Group: strimzi.Group, Kind: strimzi.KindKafka, Namespace: ns, Name: name}) {
-			return nil, strimzi.Listener{}, &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Kafka %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace)}
+			return nil, strimzi.Listener{}, notGranted(fmt.Sprintf("Kafka %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace))
 		}
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	if err := t.s.KafkaErrors[key]; err != nil {
-		return nil, strimzi.Listener{}, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Kafka %s/%s cannot be read: %v", ns, name, err)}
+		return nil, strimzi.Listener{}, &refProblem{reason: ReasonBackendNotFound, message: fmt.Sprintf("Kafka %s/%s cannot be read: %v", ns, name, err)}
 	}
 	k := t.kafkas[key]
 	if k == nil {
@@ -59,7 +59,7 @@ func (t *translator) backendKafka(route *kroxyliciousv1alpha1.KafkaRoute, b krox
 		if !t.s.Env.StrimziKafkas {
 			msg += ": the cluster serves no Strimzi Kafka API (kafka.strimzi.io v1 or v1beta2); install Strimzi's CRDs"
 		}
-		return nil, strimzi.Listener{}, &refProblem{ReasonBackendNotFound, msg}
+		return nil, strimzi.Listener{}, &refProblem{reason: ReasonBackendNotFound, message: msg}
 	}
 	l, ok := k.ListenerByPort(int32(b.Port))
 	if !ok {
@@ -67,7 +67,7 @@ func (t *translator) backendKafka(route *kroxyliciousv1alpha1.KafkaRoute, b krox
 		for _, l := range k.Listeners {
 			have = append(have, fmt.Sprintf("%s on %d", l.Name, l.Port))
 		}
-		return nil, strimzi.Listener{}, &refProblem{ReasonBackendNotFound, fmt.Sprintf("Kafka %s/%s has no listener on port %d (its listeners: %s)", ns, name, b.Port, strings.Join(have, ", "))}
+		return nil, strimzi.Listener{}, &refProblem{reason: ReasonBackendNotFound, message: fmt.Sprintf("Kafka %s/%s has no listener on port %d (its listeners: %s)", ns, name, b.Port, strings.Join(have, ", "))}
 	}
 	return k, l, nil
 }
@@ -83,7 +83,7 @@ func (t *translator) kafkaBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref kr
 	first, _, _ := strings.Cut(st.Bootstrap(), ",")
 	host, port, err := net.SplitHostPort(first)
 	if err != nil {
-		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s does not give a bootstrap address for listener %s in its status yet: Strimzi has not finished reconciling it", k.Namespace, k.Name, l.Name)}
+		return backend{}, nil, &refProblem{reason: ReasonKafkaNotReady, message: fmt.Sprintf("Kafka %s/%s does not give a bootstrap address for listener %s in its status yet: Strimzi has not finished reconciling it", k.Namespace, k.Name, l.Name)}
 	}
 	// In-cluster listeners' status address is their bootstrap Service; the others' are
 	// external, and the proxy, in the cluster, uses their own bootstrap Service instead. A
@@ -94,7 +94,7 @@ func (t *translator) kafkaBackend(route *kroxyliciousv1alpha1.KafkaRoute, ref kr
 	b := backend{target: net.JoinHostPort(t.inClusterFQDN(host), port)}
 	brokers := strimzi.Brokers(k, t.s.NodePools)
 	if len(brokers) == 0 {
-		return backend{}, nil, &refProblem{ReasonKafkaNotReady, fmt.Sprintf("Kafka %s/%s has no broker nodes yet (no broker-role KafkaNodePool with node ids, and no spec.kafka.replicas)", k.Namespace, k.Name)}
+		return backend{}, nil, &refProblem{reason: ReasonKafkaNotReady, message: fmt.Sprintf("Kafka %s/%s has no broker nodes yet (no broker-role KafkaNodePool with node ids, and no spec.kafka.replicas)", k.Namespace, k.Name)}
 	}
 	for _, br := range brokers {
 		addr := net.JoinHostPort(t.inClusterFQDN(k.BrokerHost(l, br)), strconv.Itoa(int(l.Port)))
@@ -121,13 +121,13 @@ func (t *translator) kafkaClusterCA(fx *effects, k *strimzi.Kafka) (*config.Upst
 	name := strimzi.ClusterCASecretName(k.Name)
 	secret := t.secrets[types.NamespacedName{Namespace: k.Namespace, Name: name}]
 	if secret == nil {
-		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s is not found (Strimzi creates it when it reconciles the Kafka)", k.Namespace, k.Name, k.Namespace, name)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s is not found (Strimzi creates it when it reconciles the Kafka)", k.Namespace, k.Name, k.Namespace, name)}
 	}
 	keys := caKeysOf(secret)
 	_, inData := secret.Data[strimzi.CACertKey]
 	_, inStringData := secret.StringData[strimzi.CACertKey]
 	if !inData && !inStringData { // the gateway controller's cache keeps key names, not values
-		return nil, &refProblem{ReasonInvalidBackendTLS, fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s has no %s", k.Namespace, k.Name, k.Namespace, name, strimzi.CACertKey)}
+		return nil, &refProblem{reason: ReasonInvalidBackendTLS, message: fmt.Sprintf("Kafka %s/%s: its cluster CA Secret %s/%s has no %s", k.Namespace, k.Name, k.Namespace, name, strimzi.CACertKey)}
 	}
 	mounted := name
 	if k.Namespace != t.ns {
@@ -207,10 +207,10 @@ func (t *translator) kafkaBrokerIDs(route *kroxyliciousv1alpha1.KafkaRoute, pr k
 		ids = append(ids, b.ID)
 	}
 	if len(ids) > kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef {
-		return nil, nil, &refProblem{ReasonLimitExceeded, fmt.Sprintf("Kafka %s/%s has %d broker nodes, more than the %d a parentRef may expose", k.Namespace, k.Name, len(ids), kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
+		return nil, nil, &refProblem{reason: ReasonLimitExceeded, message: fmt.Sprintf("Kafka %s/%s has %d broker nodes, more than the %d a parentRef may expose", k.Namespace, k.Name, len(ids), kroxyliciousv1alpha1.MaxBrokerIDsPerParentRef)}
 	}
 	if hosts := len(pr.Hostnames) * (len(ids) + 1); hosts > kroxyliciousv1alpha1.MaxHostsPerRoute {
-		return nil, nil, &refProblem{ReasonLimitExceeded, fmt.Sprintf("the parentRef asks for %d hosts (hostnames x (Kafka %s/%s's %d brokers + 1)), more than the %d a route may ask for", hosts, k.Namespace, k.Name, len(ids), kroxyliciousv1alpha1.MaxHostsPerRoute)}
+		return nil, nil, &refProblem{reason: ReasonLimitExceeded, message: fmt.Sprintf("the parentRef asks for %d hosts (hostnames x (Kafka %s/%s's %d brokers + 1)), more than the %d a route may ask for", hosts, k.Namespace, k.Name, len(ids), kroxyliciousv1alpha1.MaxHostsPerRoute)}
 	}
 	if given != nil {
 		c := Condition(ConditionBrokerIDsMatch, true, ReasonBrokerIDsMatch, fmt.Sprintf("brokers match the broker nodes of Kafka %s/%s", k.Namespace, k.Name), route.Generation)

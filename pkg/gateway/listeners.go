@@ -48,7 +48,7 @@ func (t *translator) readListeners() {
 		t.listeners = append(t.listeners, l)
 		name := string(spec.Name)
 		if _, dup := t.byName[name]; dup {
-			l.accepted = &refProblem{ReasonInvalid, fmt.Sprintf("listener name %q is used twice", name)}
+			l.accepted = &refProblem{reason: ReasonInvalid, message: fmt.Sprintf("listener name %q is used twice", name)}
 			continue
 		}
 		t.byName[name] = l
@@ -76,21 +76,21 @@ func (t *translator) checkListener(l *listenerState, ports map[int32]string) {
 	port := int32(spec.Port)
 	switch {
 	case spec.Protocol != kroxyliciousv1alpha1.ProtocolKafkaTLS:
-		l.accepted = &refProblem{ReasonUnsupportedProtocol, fmt.Sprintf("protocol %q is not supported: use %s", spec.Protocol, kroxyliciousv1alpha1.ProtocolKafkaTLS)}
+		l.accepted = &refProblem{reason: ReasonUnsupportedProtocol, message: fmt.Sprintf("protocol %q is not supported: use %s", spec.Protocol, kroxyliciousv1alpha1.ProtocolKafkaTLS)}
 	case port < 1 || port > 65535:
-		l.accepted = &refProblem{ReasonPortUnavailable, fmt.Sprintf("port %d is out of range", port)}
+		l.accepted = &refProblem{reason: ReasonPortUnavailable, message: fmt.Sprintf("port %d is out of range", port)}
 	case port == t.managementPort:
-		l.accepted = &refProblem{ReasonPortUnavailable, fmt.Sprintf("port %d is the proxy's management port", port)}
+		l.accepted = &refProblem{reason: ReasonPortUnavailable, message: fmt.Sprintf("port %d is the proxy's management port", port)}
 	case ports[port] != "":
-		l.accepted = &refProblem{ReasonPortUnavailable, fmt.Sprintf("port %d is already used by listener %q", port, ports[port])}
+		l.accepted = &refProblem{reason: ReasonPortUnavailable, message: fmt.Sprintf("port %d is already used by listener %q", port, ports[port])}
 	case spec.TLS == nil || len(spec.TLS.CertificateRefs) == 0:
-		l.accepted = &refProblem{ReasonUnsupportedValue, "tls.certificateRefs is required: listeners route by TLS server name"}
+		l.accepted = &refProblem{reason: ReasonUnsupportedValue, message: "tls.certificateRefs is required: listeners route by TLS server name"}
 	case spec.TLS.Mode != nil && *spec.TLS.Mode != kroxyliciousv1alpha1.TLSModeTerminate:
-		l.accepted = &refProblem{ReasonUnsupportedValue, fmt.Sprintf("tls.mode %q is not supported: only Terminate", *spec.TLS.Mode)}
+		l.accepted = &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("tls.mode %q is not supported: only Terminate", *spec.TLS.Mode)}
 	}
 	if l.accepted == nil && spec.TLS.FrontendValidation != nil {
 		if _, err := config.ResolveTLSOptions(spec.TLS.FrontendValidation.Options); err != nil {
-			l.accepted = &refProblem{ReasonUnsupportedValue, fmt.Sprintf("frontendValidation.options: %v", err)}
+			l.accepted = &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("frontendValidation.options: %v", err)}
 		} else {
 			l.options = spec.TLS.FrontendValidation.Options
 		}
@@ -145,10 +145,12 @@ func joinProblems(problems []*refProblem) *refProblem {
 		}
 	}
 	msgs := make([]string, 0, len(problems))
+	notGranted := false
 	for _, q := range problems {
 		msgs = append(msgs, q.message)
+		notGranted = notGranted || q.notGranted
 	}
-	return &refProblem{p.reason, strings.Join(msgs, "; ")}
+	return &refProblem{reason: p.reason, message: strings.Join(msgs, "; "), notGranted: notGranted}
 }
 
 // readClientCertificate resolves the gateway's backendTLS.clientCertificateRef, the client

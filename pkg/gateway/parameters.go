@@ -64,7 +64,7 @@ func (t *translator) readParameters() *refProblem {
 
 // invalidParameters is a problem with the KafkaGatewayParameters, which holds the gateway.
 func invalidParameters(format string, args ...any) *refProblem {
-	return &refProblem{ReasonInvalidParameters, fmt.Sprintf(format, args...)}
+	return &refProblem{reason: ReasonInvalidParameters, message: fmt.Sprintf(format, args...)}
 }
 
 // readIngressDomains keeps the ingress domains the operator allows and reports the others.

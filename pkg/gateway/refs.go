@@ -26,11 +26,31 @@ func (t *translator) granted(from gatewaymodel.From, to gatewaymodel.To) bool {
 	return gatewaymodel.Granted(t.s.ReferenceGrants, from, to)
 }
 
+// notGranted is the problem of a reference into another namespace that no ReferenceGrant
+// allows.
+func notGranted(message string) *refProblem {
+	return &refProblem{reason: ReasonRefNotPermitted, message: message, notGranted: true}
+}
+
 // refProblem is why something is not accepted or does not resolve: a condition reason and a
 // message. Every problem carries its reason from where it is found; status never guesses it
 // from the message.
 type refProblem struct {
 	reason, message string
+	// notGranted is set when the problem is, or includes, a reference into another namespace
+	// that no ReferenceGrant allows: while the ReferenceGrant API is not served, the condition
+	// says so (noted).
+	notGranted bool
+}
+
+// noted is the problem as its condition states it: a RefNotPermitted problem that includes a
+// reference no ReferenceGrant allows ends with gatewaymodel.GrantAPIMissing while the
+// ReferenceGrant API is not served, as then no ReferenceGrant can exist yet. nil stays nil.
+func (t *translator) noted(p *refProblem) *refProblem {
+	if p == nil || !p.notGranted || p.reason != ReasonRefNotPermitted || t.s.Env.ReferenceGrants {
+		return p
+	}
+	return &refProblem{reason: p.reason, message: p.message + gatewaymodel.GrantAPIMissing, notGranted: true}
 }
 
 // Error is the problem's message.
@@ -42,7 +62,7 @@ func (p *refProblem) kindAs(reason string) *refProblem {
 	if p.reason != ReasonInvalidKind {
 		return p
 	}
-	return &refProblem{reason, p.message}
+	return &refProblem{reason: reason, message: p.message, notGranted: p.notGranted}
 }
 
 // effects are the Secret mounts, Secret copies and filter Secrets that resolving references
@@ -90,21 +110,21 @@ func (t *translator) apply(fx *effects) {
 // key, or a Secret check refuses.
 func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjectReference, from gatewaymodel.From, keys []string, missingReason string, check func(*corev1.Secret) error) (string, *refProblem) {
 	if !gatewaymodel.IsSecretRef(ref) {
-		return "", &refProblem{ReasonInvalidKind, fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
+		return "", &refProblem{reason: ReasonInvalidKind, message: fmt.Sprintf("certificate reference %q must be a core Secret", ref.Name)}
 	}
 	ns := gatewaymodel.RefNamespace(ref.Namespace, from.Namespace)
 	name := string(ref.Name)
 	if ns != from.Namespace {
 		if !t.visible(ns) {
-			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
+			return "", &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
-			return "", &refProblem{ReasonRefNotPermitted, fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace)}
+			return "", notGranted(fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace))
 		}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]
 	if secret == nil {
-		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s not found", ns, name)}
+		return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s not found", ns, name)}
 	}
 	var missing []string
 	for _, k := range keys {
@@ -115,11 +135,11 @@ func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjec
 		}
 	}
 	if len(missing) > 0 {
-		return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
+		return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s has no %s", ns, name, strings.Join(missing, ", "))}
 	}
 	if check != nil {
 		if err := check(secret); err != nil {
-			return "", &refProblem{missingReason, fmt.Sprintf("Secret %s/%s: %v", ns, name, err)}
+			return "", &refProblem{reason: missingReason, message: fmt.Sprintf("Secret %s/%s: %v", ns, name, err)}
 		}
 	}
 	if ns == t.ns {

@@ -46,8 +46,8 @@ func (t *translator) listenerStatus(l *listenerState, deploymentReady bool) krox
 	} else {
 		ls.Conditions = append(ls.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "listener accepted"+t.tlsNote(l.options, true), t.gen))
 	}
-	if l.resolved != nil {
-		ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, false, l.resolved.reason, l.resolved.message, t.gen))
+	if p := t.noted(l.resolved); p != nil {
+		ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, false, p.reason, p.message, t.gen))
 	} else {
 		ls.Conditions = append(ls.Conditions, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every certificate reference resolved", t.gen))
 	}
@@ -95,7 +95,7 @@ func (t *translator) gatewayConditions(pr progress) []metav1.Condition {
 	}
 	conds = append(conds, t.programmed(pr, valid))
 	if t.gw.Spec.BackendTLS != nil && t.gw.Spec.BackendTLS.ClientCertificateRef != nil {
-		if p := t.clientCertProblem; p != nil {
+		if p := t.noted(t.clientCertProblem); p != nil {
 			conds = append(conds, Condition(ConditionResolvedRefs, false, p.reason, "backendTLS.clientCertificateRef: "+p.message, t.gen))
 		} else {
 			conds = append(conds, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every reference resolved", t.gen))
@@ -168,8 +168,8 @@ func (t *translator) policyStatus(res *Result) {
 		} else {
 			entry.Conditions = append(entry.Conditions, Condition(ConditionAccepted, true, ReasonAccepted, "the policy applies to backends of this gateway"+t.tlsNote(ps.policy.Spec.Options, false), gen))
 		}
-		if ps.resolved != nil {
-			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, false, ps.resolved.reason, ps.resolved.message, gen))
+		if p := t.noted(ps.resolved); p != nil {
+			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, false, p.reason, p.message, gen))
 		} else {
 			entry.Conditions = append(entry.Conditions, Condition(ConditionResolvedRefs, true, ReasonResolvedRefs, "every CA certificate reference resolved", gen))
 		}

@@ -176,7 +176,7 @@ func newTranslator(s *Snapshot) *translator {
 // it in a label, whose values are 63 characters at most.
 func (t *translator) checkName() *refProblem {
 	if errs := validation.IsValidLabelValue(t.gw.Name); len(errs) > 0 {
-		return &refProblem{ReasonInvalid, fmt.Sprintf("the gateway name must be at most 63 characters, because generated objects are labelled with it: %s", strings.Join(errs, "; "))}
+		return &refProblem{reason: ReasonInvalid, message: fmt.Sprintf("the gateway name must be at most 63 characters, because generated objects are labelled with it: %s", strings.Join(errs, "; "))}
 	}
 	return nil
 }

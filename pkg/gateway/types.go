@@ -159,6 +159,10 @@ type Environment struct {
 	OpenShiftRoutes bool
 	// TLSRoutes reports whether gateway.networking.k8s.io/v1 TLSRoute is served.
 	TLSRoutes bool
+	// ReferenceGrants reports whether Gateway API's ReferenceGrant is served. While it is not, a
+	// RefNotPermitted condition about a reference no ReferenceGrant allows ends with
+	// gatewaymodel.GrantAPIMissing, as no ReferenceGrant can exist yet.
+	ReferenceGrants bool
 	// StrimziKafkas reports whether Strimzi's Kafka API is served, for the message of a Kafka
 	// backend that is not found.
 	StrimziKafkas bool

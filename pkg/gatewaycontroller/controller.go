@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -218,35 +217,6 @@ func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error 
 	c.osRoutes.Start(ctx)
 	c.tlsRoutes.Start(ctx)
 	return nil
-}
-
-// noteMissingGrantAPI adds to every RefNotPermitted condition, while the ReferenceGrant API is
-// not served, that no ReferenceGrant can exist yet.
-func (c *Controller) noteMissingGrantAPI(res *gateway.Result) {
-	if c.grants.Served() {
-		return
-	}
-	note := func(conds []metav1.Condition) {
-		for i := range conds {
-			if conds[i].Reason == gateway.ReasonRefNotPermitted && strings.Contains(conds[i].Message, "ReferenceGrant") {
-				conds[i].Message += "; " + operator.ReferenceGrantAPI + " is not installed: install Gateway API's ReferenceGrant CRD to allow cross-namespace references"
-			}
-		}
-	}
-	note(res.GatewayStatus.Conditions)
-	for i := range res.GatewayStatus.Listeners {
-		note(res.GatewayStatus.Listeners[i].Conditions)
-	}
-	for _, parents := range res.RouteParents {
-		for i := range parents {
-			note(parents[i].Conditions)
-		}
-	}
-	for _, a := range res.PolicyAncestors {
-		if a != nil {
-			note(a.Conditions)
-		}
-	}
 }
 
 // Mappers (controller.MapFunc, named <source>ToGateways): each returns the gateways an object's

@@ -84,7 +84,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		}
 		c.waiters.set(key, foreign)
 	}
-	c.noteMissingGrantAPI(res)
 	if !res.Hold {
 		if err := c.apply(ctx, gw, res); err != nil {
 			return err
@@ -181,6 +180,7 @@ func (c *Controller) environment() gateway.Environment {
 		AllowedIngressDomains:   c.env.Options.AllowedIngressDomains,
 		OpenShiftRoutes:         c.osRoutes.Ready(),
 		TLSRoutes:               c.tlsRoutes.Ready(),
+		ReferenceGrants:         c.grants.Served(),
 		StrimziKafkas:           c.kafkas.Served(),
 		TLSRouteTimeout:         c.env.Options.TLSRouteAttachTimeout,
 		MaxGeneratedObjects:     c.env.Options.MaxGeneratedObjectsPerGateway,

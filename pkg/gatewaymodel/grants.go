@@ -4,6 +4,13 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
+// ReferenceGrantAPI names the ReferenceGrant API in messages.
+const ReferenceGrantAPI = "the ReferenceGrant API (gateway.networking.k8s.io ReferenceGrant)"
+
+// GrantAPIMissing completes the message of a cross-namespace reference that no ReferenceGrant
+// allows, while the ReferenceGrant API is not served: no ReferenceGrant can exist yet.
+const GrantAPIMissing = "; " + ReferenceGrantAPI + " is not installed: install Gateway API's ReferenceGrant CRD to allow cross-namespace references"
+
 // From is the referring side of a reference, as a ReferenceGrant's spec.from names it.
 type From struct {
 	// Group and Kind of the referrer, such as kroxylicious.io KafkaRoute.

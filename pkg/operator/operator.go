@@ -48,6 +48,7 @@ import (
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/version"
 	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
@@ -212,8 +213,9 @@ var (
 	gvrGrantV1      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
 )
 
-// ReferenceGrantAPI names the ReferenceGrant API in messages.
-const ReferenceGrantAPI = "the ReferenceGrant API (gateway.networking.k8s.io ReferenceGrant)"
+// ReferenceGrantAPI names the ReferenceGrant API in messages (gatewaymodel.ReferenceGrantAPI,
+// which the gateway translator's gatewaymodel.GrantAPIMissing also names).
+const ReferenceGrantAPI = gatewaymodel.ReferenceGrantAPI
 
 func newInformers(c Clients, namespace string) Informers {
 	return Informers{
