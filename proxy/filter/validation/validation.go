@@ -2,7 +2,8 @@
 // not valid JSON, or does not match a JSON Schema, are refused with INVALID_RECORD, naming the
 // record; the other partitions of the request are written as usual.
 //
-// Its configuration takes Kroxylicious' shape, so a user's KafkaFilter works unchanged:
+// Its configuration takes Kroxylicious' shape (the keys both implement carry over; moving a
+// KafkaProtocolFilter is in docs/record-encryption.md):
 //
 //	rules:
 //	- topicNames: [orders]
