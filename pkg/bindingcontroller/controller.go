@@ -32,7 +32,6 @@ import (
 	kafkav1beta2listers "github.com/kafkalink/kafkalink/generated/listers/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -105,7 +104,7 @@ type reconciler struct {
 // registers its event handlers on the shared KafkaConnection and ReferenceGrant informers, and
 // creates and starts its own filtered Secret informers and, once Strimzi's CRDs are served, the
 // Kafka and KafkaUser informers; all of these stop when ctx ends.
-func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
+func New(ctx context.Context, env controller.Env) (*controller.Controller, error) {
 	logger := klog.FromContext(ctx).WithValues("controller", QueueName, "namespace", env.Informers.Namespace)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -181,7 +180,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 // watchOptional watches the optional APIs a binding reads (Strimzi's, ReferenceGrants, Gateway
 // API Gateways): each may arrive after the operator; once it is served, every connection is
 // reconciled again.
-func (r *reconciler) watchOptional(ctx context.Context, env operator.Env, c *controller.Controller) error {
+func (r *reconciler) watchOptional(ctx context.Context, env controller.Env, c *controller.Controller) error {
 	enqueueAll := func() {
 		for _, obj := range r.connIndex.List() {
 			c.EnqueueObject(obj)

@@ -40,7 +40,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
 )
 
@@ -97,11 +96,11 @@ func newFixture(t *testing.T) *fixture {
 	f.filters = with(cache.Indexers{indexFilterSecret: filterSecrets})
 	f.params, f.services, f.secrets, f.configMaps, f.deployments, f.pdbs = with(nil), with(nil), with(nil), with(nil), with(nil), with(nil)
 
-	env := operator.Env{
-		Clients:   operator.Clients{Kube: f.kube, KafkaLink: f.kafkalink, Dynamic: f.dynamic},
-		Informers: operator.Informers{Namespace: ""},
+	env := controller.Env{
+		Clients:   controller.Clients{Kube: f.kube, KafkaLink: f.kafkalink, Dynamic: f.dynamic},
+		Informers: controller.Informers{Namespace: ""},
 		Recorder:  f.recorder,
-		Options:   operator.Options{ClusterDomain: "svc.cluster.local", ProxyImage: "proxy:test", TLSRouteAttachTimeout: 5 * time.Minute},
+		Options:   controller.Options{ClusterDomain: "svc.cluster.local", ProxyImage: "proxy:test", TLSRouteAttachTimeout: 5 * time.Minute},
 	}
 	c := &Controller{
 		env: env, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), dynamic: f.dynamic,

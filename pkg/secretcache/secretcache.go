@@ -22,9 +22,9 @@ import (
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/binding"
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -32,7 +32,7 @@ import (
 // the binding controller caches itself, as digests, and which are half of all Secrets at 5,000
 // connections), slimmed before caching. Its transform is set where it is made, so it is the same
 // whichever controller asks first, or alone.
-func Informer(env operator.Env) cache.SharedIndexInformer {
+func Informer(env controller.Env) cache.SharedIndexInformer {
 	return env.Informers.Kube.InformerFor(&corev1.Secret{}, func(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		inf := coreinformers.NewFilteredSecretInformer(kube, env.Informers.Namespace, resync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, notBindingSecrets)

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 )
 
 func secret(labels map[string]string, owners ...metav1.OwnerReference) *corev1.Secret {
@@ -76,7 +76,7 @@ func TestSlim(t *testing.T) {
 // Secrets and caches the slim form, whoever asked first.
 func TestOneInformerForEveryReader(t *testing.T) {
 	kube := fake.NewClientset(secret(nil))
-	env := operator.Env{Informers: operator.Informers{Kube: kubeinformers.NewSharedInformerFactory(kube, 0)}}
+	env := controller.Env{Informers: controller.Informers{Kube: kubeinformers.NewSharedInformerFactory(kube, 0)}}
 	first, second := Informer(env), Informer(env)
 	if first != second {
 		t.Fatal("two Secret informers for one factory")
