@@ -41,6 +41,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 const testNamespace = "apps"
@@ -302,7 +303,7 @@ func newCertSecret(t *testing.T, name string) *corev1.Secret {
 // ownedBy marks a generated object as controlled by the gateway, with the gateway's label.
 func ownedBy(gw *kroxyliciousv1alpha1.KafkaGateway) func(metav1.Object) {
 	return func(m metav1.Object) {
-		m.SetLabels(map[string]string{gateway.LabelGateway: gw.Name})
+		m.SetLabels(map[string]string{wellknown.LabelGateway: gw.Name})
 		m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: "KafkaGateway",
 			Name: gw.Name, UID: gw.UID, Controller: ptr.To(true)}})
 	}
@@ -363,7 +364,7 @@ func TestSyncAppliesAGatewaysObjectsAndWritesItsStatus(t *testing.T) {
 		}
 	}
 	for _, u := range f.applied() {
-		if !controlledBy(u, gw) || u.GetAnnotations()[AnnotationAppliedHash] == "" {
+		if !controlledBy(u, gw) || u.GetAnnotations()[wellknown.AnnotationAppliedHash] == "" {
 			t.Errorf("%s %s: not controlled by the gateway, or no applied hash: %v %v", u.GetKind(), u.GetName(), u.GetOwnerReferences(), u.GetAnnotations())
 		}
 	}
