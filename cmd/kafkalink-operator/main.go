@@ -12,14 +12,15 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/logging"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/version"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
 
 func main() {
-	var opts operator.Options
-	opts.AddFlags(flag.CommandLine)
+	opts := newOptions(flag.CommandLine)
 	logConfig := logging.AddFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
@@ -39,9 +40,9 @@ func main() {
 
 	cfg, err := opts.RestConfig()
 	if err == nil {
-		var clients operator.Clients
+		var clients controller.Clients
 		if clients, err = operator.NewClients(cfg); err == nil {
-			err = operator.Run(ctx, opts, clients, controllers...)
+			err = operator.Run(ctx, *opts, clients, controllers...)
 		}
 	}
 	klog.Flush()
@@ -49,4 +50,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kafkalink-operator:", err)
 		os.Exit(1)
 	}
+}
+
+// newOptions binds the operator's options to fs, with the proxy's filters wired in, which only
+// this command does (so neither package operator nor the controllers depend on the proxy's
+// filters): --proxy-filter-types defaults to the types kafkalink-proxy implements, and their
+// configurations are checked as kafkalink-proxy would.
+func newOptions(fs *flag.FlagSet) *operator.Options {
+	opts := &operator.Options{}
+	opts.ProxyFilterTypes = filterall.Types()
+	opts.CheckFilter = filterall.Check
+	opts.AddFlags(fs)
+	return opts
 }

@@ -20,13 +20,6 @@ const (
 	SASLMechanismSCRAMSHA512 = "SCRAM-SHA-512"
 )
 
-// The label that marks a binding Secret, with its value. The binding controller watches only
-// Secrets that carry it, and the shared cache of other Secrets (pkg/secretcache) none that do.
-const (
-	LabelBinding      = "kafkalink.io/binding"
-	LabelBindingValue = "kafkaconnection"
-)
-
 // Entries of the binding Secret. The dotted names are the Kafka client properties the Strimzi
 // KafkaConnection proposal lists; the aliases are the names real binding libraries read
 // (Spring Cloud Bindings, Quarkus, .NET and Node service-binding libraries).

@@ -32,20 +32,13 @@ import (
 	kafkav1beta2listers "github.com/kafkalink/kafkalink/generated/listers/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // QueueName names the controller's work queue, its metrics and log lines, and its indexes
 // (controller.IndexName).
 const QueueName = "kafkaconnection"
-
-// LabelManagedBy is the recommended Kubernetes label naming the tool that manages a binding
-// Secret (binding.LabelBinding marks it as one).
-const (
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	LabelManagedByValue = "kafkalink"
-)
 
 // Indexes of the KafkaConnection informer: they map a changed dependency back to the connections
 // that read it. Named by controller.IndexName for their values.
@@ -105,7 +98,7 @@ type reconciler struct {
 // registers its event handlers on the shared KafkaConnection and ReferenceGrant informers, and
 // creates and starts its own filtered Secret informers and, once Strimzi's CRDs are served, the
 // Kafka and KafkaUser informers; all of these stop when ctx ends.
-func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
+func New(ctx context.Context, env controller.Env) (*controller.Controller, error) {
 	logger := klog.FromContext(ctx).WithValues("controller", QueueName, "namespace", env.Informers.Namespace)
 	ctx = klog.NewContext(ctx, logger)
 
@@ -131,7 +124,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 		labelSelector(strimzi.LabelCluster))
 	_ = sourceInformer.SetTransform(pruneSourceSecret)
 	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-		labelSelector(binding.LabelBinding+"="+binding.LabelBindingValue))
+		labelSelector(wellknown.LabelBinding+"="+wellknown.LabelBindingValue))
 	_ = bindingInformer.SetTransform(digestBindingSecret)
 
 	r := &reconciler{
@@ -181,7 +174,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 // watchOptional watches the optional APIs a binding reads (Strimzi's, ReferenceGrants, Gateway
 // API Gateways): each may arrive after the operator; once it is served, every connection is
 // reconciled again.
-func (r *reconciler) watchOptional(ctx context.Context, env operator.Env, c *controller.Controller) error {
+func (r *reconciler) watchOptional(ctx context.Context, env controller.Env, c *controller.Controller) error {
 	enqueueAll := func() {
 		for _, obj := range r.connIndex.List() {
 			c.EnqueueObject(obj)
@@ -372,10 +365,6 @@ func bindingSecretToConnection(obj any) []cache.ObjectName {
 
 const kafkaConnectionKind = "KafkaConnection"
 
-// secretDigestAnnotation holds, in the cache only, the digest of a binding Secret's data; the
-// data itself is dropped from the cache. It is never written to the API server.
-const secretDigestAnnotation = "kafkalink.io/cached-data-sha256"
-
 // digestBindingSecret replaces a binding Secret's data with its digest before it is cached: the
 // controller only needs to know whether the data equals what it wants, and 5,000 bindings with
 // PKCS12 stores would otherwise hold tens of megabytes.
@@ -385,7 +374,7 @@ func digestBindingSecret(obj any) (any, error) {
 		return obj, nil
 	}
 	s.ManagedFields = nil
-	if _, done := s.Annotations[secretDigestAnnotation]; done && s.Data == nil {
+	if _, done := s.Annotations[wellknown.AnnotationCachedDataSHA256]; done && s.Data == nil {
 		// Already digested: transforms must be idempotent.
 		return s, nil
 	}
@@ -393,7 +382,7 @@ func digestBindingSecret(obj any) (any, error) {
 	for k, v := range s.Annotations {
 		ann[k] = v
 	}
-	ann[secretDigestAnnotation] = dataDigest(s.Data)
+	ann[wellknown.AnnotationCachedDataSHA256] = dataDigest(s.Data)
 	s.Annotations = ann
 	s.Data = nil
 	s.StringData = nil

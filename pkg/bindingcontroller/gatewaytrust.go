@@ -11,7 +11,6 @@ import (
 
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
@@ -28,7 +27,7 @@ var indexGatewayAPICertificate = controller.IndexName(QueueName, "gatewayapi-cer
 
 // newGatewayAPIWatch watches Gateway API Gateways; any change, or a change to one of their
 // certificates, re-binds every connection (Gateways are few and change rarely).
-func newGatewayAPIWatch(ctx context.Context, env operator.Env, enqueueAll func()) (*controller.OptionalInformer, error) {
+func newGatewayAPIWatch(ctx context.Context, env controller.Env, enqueueAll func()) (*controller.OptionalInformer, error) {
 	gws := controller.NewOptionalInformer(controller.OptionalConfig{What: "Gateway API Gateway", GVRs: []schema.GroupVersionResource{gvrGateway},
 		Namespace: env.Informers.Namespace, Dynamic: env.Clients.Dynamic, Discovery: env.Clients.Discovery,
 		Transform: typedGateway, Indexers: cache.Indexers{indexGatewayAPICertificate: indexGatewayAPIByCertificate}})

@@ -5,7 +5,7 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 )
 
 // grantsIn lists the ReferenceGrants of a namespace; none while the ReferenceGrant API is not
@@ -22,5 +22,5 @@ func (r *reconciler) grantAPIMissing() string {
 	if r.grants.Served() {
 		return ""
 	}
-	return "; " + operator.ReferenceGrantAPI + " is not installed: install Gateway API's ReferenceGrant CRD to allow cross-namespace references"
+	return gatewaymodel.GrantAPIMissing
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
 )
 
@@ -63,7 +62,7 @@ type routeWatch struct {
 
 // newRouteWatch adds the route indexes and handlers, on the shared informers (the Secret cache
 // included), which the operator starts. The returned syncs are what the controller must wait for.
-func newRouteWatch(env operator.Env, r *reconciler, c *controller.Controller) (*routeWatch, []cache.InformerSynced, error) {
+func newRouteWatch(env controller.Env, r *reconciler, c *controller.Controller) (*routeWatch, []cache.InformerSynced, error) {
 	kl := env.Informers.KafkaLink.Kroxylicious().V1alpha1()
 	routeInf, gwInf, paramsInf := kl.KafkaRoutes(), kl.KafkaGateways(), kl.KafkaGatewayParameters()
 	connInf := env.Informers.KafkaLink.Kafka().V1beta2().KafkaConnections().Informer()

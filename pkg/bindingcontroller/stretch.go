@@ -10,7 +10,6 @@ import (
 
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
 
@@ -30,7 +29,7 @@ type stretchWatch struct {
 
 // newStretchWatch registers the handlers that enqueue the connections of a Kafka whose node pools
 // or ServiceExports change, and starts the ServiceExport informer once the API is served.
-func newStretchWatch(ctx context.Context, env operator.Env, r *reconciler, c *controller.Controller, enqueueAll func()) (*stretchWatch, error) {
+func newStretchWatch(ctx context.Context, env controller.Env, r *reconciler, c *controller.Controller, enqueueAll func()) (*stretchWatch, error) {
 	w := &stretchWatch{
 		nodePools: env.Informers.KafkaNodePools,
 		exports: controller.NewOptionalInformer(controller.OptionalConfig{What: "MCS ServiceExport",

@@ -21,7 +21,7 @@ type strimziWatch struct {
 }
 
 // newStrimziWatch makes the KafkaUser informer, takes the process's shared Kafka informer
-// (operator.Informers.Kafkas, which the gateway controller reads too), and adds the controller's
+// (controller.Informers.Kafkas, which the gateway controller reads too), and adds the controller's
 // handlers and callback; start starts them.
 func newStrimziWatch(kafkas *controller.OptionalInformer, dyn dynamic.Interface, disc discovery.DiscoveryInterface, namespace string, onServed func(),
 	handler func(kind string) cache.ResourceEventHandler) (*strimziWatch, error) {

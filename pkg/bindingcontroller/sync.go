@@ -27,6 +27,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // sync reconciles one KafkaConnection: gather from the listers, binding.Build, apply the Secret
@@ -280,7 +281,7 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 			return nil, nil
 		}
 		logger.V(4).Info("Binding Secret differs", "type", existing.Type, "labels", existing.Labels,
-			"cachedDigest", existing.Annotations[secretDigestAnnotation], "wantDigest", digest)
+			"cachedDigest", existing.Annotations[wellknown.AnnotationCachedDataSHA256], "wantDigest", digest)
 	} else {
 		// The cache holds labelled Secrets only: ask the API server before creating, so a Secret
 		// of this name that someone else made is never adopted. Only creation pays this read.
@@ -294,7 +295,7 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	}
 	ac := corev1ac.Secret(conn.Name, conn.Namespace).
 		WithType(corev1.SecretType(binding.SecretType)).
-		WithLabels(map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}).
+		WithLabels(map[string]string{wellknown.LabelBinding: wellknown.LabelBindingValue, wellknown.LabelManagedBy: wellknown.LabelManagedByValue}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(kafkav1beta2.SchemeGroupVersion.String()).
 			WithKind(kafkaConnectionKind).
@@ -343,9 +344,9 @@ func notOwned(conn *kafkav1beta2.KafkaConnection, s *corev1.Secret) *binding.Fai
 // the connection wants.
 func upToDate(s *corev1.Secret, digest string) bool {
 	return string(s.Type) == binding.SecretType &&
-		s.Labels[binding.LabelBinding] == binding.LabelBindingValue &&
-		s.Labels[LabelManagedBy] == LabelManagedByValue &&
-		s.Annotations[secretDigestAnnotation] == digest
+		s.Labels[wellknown.LabelBinding] == wellknown.LabelBindingValue &&
+		s.Labels[wellknown.LabelManagedBy] == wellknown.LabelManagedByValue &&
+		s.Annotations[wellknown.AnnotationCachedDataSHA256] == digest
 }
 
 // dataDigest is a SHA-256 over the sorted entries, with lengths, so distinct data never collide

@@ -11,6 +11,7 @@ import (
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -102,7 +103,7 @@ func TestSameStatusIgnoresTransitionTimeOnly(t *testing.T) {
 func TestDigestTransformIsIdempotentAndMatchesDesiredData(t *testing.T) {
 	data := map[string][]byte{"a": []byte("b"), "type": []byte("kafka")}
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{wellknown.LabelBinding: wellknown.LabelBindingValue, wellknown.LabelManagedBy: wellknown.LabelManagedByValue}},
 		Type:       binding.SecretType,
 		Data:       data,
 	}

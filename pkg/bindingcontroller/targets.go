@@ -20,6 +20,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/member"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // Copies of binding Secrets in member clusters (spec.targets). Each target is one item of its
@@ -30,16 +31,6 @@ import (
 const (
 	// FinalizerMemberBindings keeps a connection with targets until its copies are removed.
 	FinalizerMemberBindings = "kafkalink.io/member-bindings"
-	// AnnotationAbandonTargets lists (comma-separated) targets whose copies a deleted connection
-	// leaves behind, for a member that will not come back.
-	AnnotationAbandonTargets = "kafkalink.io/abandon-targets"
-	// LabelBindingCopy marks a copy in a member cluster; the member informers watch only these.
-	LabelBindingCopy = "kafkalink.io/binding-copy"
-	// Annotations of a copy: the connection it copies (namespace/name and UID), its target, and
-	// its data's digest.
-	annotationCopySource    = "kafkalink.io/source"
-	annotationCopySourceUID = "kafkalink.io/source-uid"
-	annotationCopyTarget    = "kafkalink.io/target"
 )
 
 // copySpec is what one target's copy must be: data nil means the copy must go.
@@ -79,9 +70,9 @@ func newTargets(ctx context.Context, r *reconciler, c *controller.Controller, al
 		Central:        r.kube,
 		Handle:         t.deliver,
 		AllowedServers: allowedServers,
-		Watched:        LabelBindingCopy + "=true",
+		Watched:        wellknown.LabelBindingCopy + "=true",
 		ItemsOf: func(s *corev1.Secret) []string {
-			return []string{s.Annotations[annotationCopySource] + "/" + s.Annotations[annotationCopyTarget]}
+			return []string{s.Annotations[wellknown.AnnotationCopySource] + "/" + s.Annotations[wellknown.AnnotationCopyTarget]}
 		},
 	})
 	return t
@@ -101,7 +92,7 @@ func memberRef(namespace string, c kafkav1beta2.ClusterTarget) member.Ref {
 // like the binding Secret); deleting removes them all. Targets that left spec (still in status)
 // are removed. It returns whether every copy is gone, which is when the finalizer may go.
 func (t *targets) want(conn *kafkav1beta2.KafkaConnection, data map[string][]byte, deleting bool) (allGone bool) {
-	abandoned := strings.Split(conn.Annotations[AnnotationAbandonTargets], ",")
+	abandoned := strings.Split(conn.Annotations[wellknown.AnnotationAbandonTargets], ",")
 	allGone = true
 	for _, target := range t.known(conn) {
 		key := itemKey(conn, target.Name)
@@ -334,7 +325,7 @@ func (t *targets) apply(ctx context.Context, c *member.Cluster, spec copySpec) (
 	if err != nil {
 		return false, false, err
 	}
-	ours := existing == nil || existing.Annotations[annotationCopySourceUID] == string(spec.uid)
+	ours := existing == nil || existing.Annotations[wellknown.AnnotationCopySourceUID] == string(spec.uid)
 	switch {
 	case !ours:
 		// Someone else's Secret: never written, and nothing of ours to remove.
@@ -354,12 +345,12 @@ func (t *targets) apply(ctx context.Context, c *member.Cluster, spec copySpec) (
 	}
 	ac := corev1ac.Secret(spec.name, spec.namespace).
 		WithType(corev1.SecretType(binding.SecretType)).
-		WithLabels(map[string]string{LabelBindingCopy: "true", LabelManagedBy: LabelManagedByValue}).
+		WithLabels(map[string]string{wellknown.LabelBindingCopy: "true", wellknown.LabelManagedBy: wellknown.LabelManagedByValue}).
 		WithAnnotations(map[string]string{
-			annotationCopySource:    spec.source,
-			annotationCopySourceUID: string(spec.uid),
-			annotationCopyTarget:    spec.target.Name,
-			secretDigestAnnotation:  spec.digest,
+			wellknown.AnnotationCopySource:       spec.source,
+			wellknown.AnnotationCopySourceUID:    string(spec.uid),
+			wellknown.AnnotationCopyTarget:       spec.target.Name,
+			wellknown.AnnotationCachedDataSHA256: spec.digest,
 		}).
 		WithData(spec.data)
 	_, err = client.CoreV1().Secrets(spec.namespace).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true})
@@ -368,7 +359,7 @@ func (t *targets) apply(ctx context.Context, c *member.Cluster, spec copySpec) (
 
 // finalize removes a deleted connection's copies, reporting them in status, and then its
 // finalizer; a member that does not answer holds only its own copy (and can be abandoned with
-// AnnotationAbandonTargets).
+// wellknown.AnnotationAbandonTargets).
 func (r *reconciler) finalize(ctx context.Context, conn *kafkav1beta2.KafkaConnection) error {
 	if !slices.Contains(conn.Finalizers, FinalizerMemberBindings) {
 		return nil

@@ -17,6 +17,7 @@ import (
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/member"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // A target's status message says what went wrong with its member's API server, never what that
@@ -75,7 +76,7 @@ current-context: x
 	tg := &targets{enqueue: func(cache.ObjectName) { recorded <- struct{}{} }, clock: clock.RealClock{},
 		specs: map[string]copySpec{}, results: map[string]copyResult{}, removed: map[string]bool{}}
 	tg.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: tg.deliver, AllowedServers: []string{server},
-		Timeout: 5 * time.Second, Watched: LabelBindingCopy + "=true"})
+		Timeout: 5 * time.Second, Watched: wellknown.LabelBindingCopy + "=true"})
 	conn := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "orders", UID: "u1"},
 		Spec: kafkav1beta2.KafkaConnectionSpec{Targets: []kafkav1beta2.BindingTarget{{Name: "member-a",
 			Cluster: kafkav1beta2.ClusterTarget{Secret: "member-a-kubeconfig"}}}}}

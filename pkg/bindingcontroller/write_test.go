@@ -26,6 +26,7 @@ import (
 	kafkalinkfake "github.com/kafkalink/kafkalink/generated/clientset/versioned/fake"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // writeFixture is a reconciler whose clients are fakes that record their actions.
@@ -103,7 +104,7 @@ func withReady(status metav1.ConditionStatus, reason, message string) func(*kafk
 func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "secret-uid",
-			Labels: map[string]string{binding.LabelBinding: binding.LabelBindingValue, LabelManagedBy: LabelManagedByValue}},
+			Labels: map[string]string{wellknown.LabelBinding: wellknown.LabelBindingValue, wellknown.LabelManagedBy: wellknown.LabelManagedByValue}},
 		Type: corev1.SecretType(binding.SecretType), Data: data,
 	}
 	if owner != "" {

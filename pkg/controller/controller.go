@@ -5,6 +5,11 @@
 // counted (kafkalink_reconcile_panics_total) and retried with backoff like an error, so one bad
 // object never crash-loops the operator.
 //
+// Env (env.go) is what every controller constructor gets: the API clients (Clients), the shared
+// informer factories of one watched namespace (Informers), an event recorder and the controllers'
+// settings (Options). Package operator builds it; controllers import this package, not that one,
+// so they depend neither on the operator's wiring nor on what the command wires in.
+//
 // It also holds what both controllers share: tombstone unwrapping (Unwrap, MetaOf, KeyOf), index
 // names and lookups (IndexName, ByIndex, KeysByIndex, HasIndexed), condition merging
 // (MergeConditions) in helpers.go, and OptionalInformer (optional.go) for the APIs a cluster may

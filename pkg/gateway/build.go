@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -42,7 +43,7 @@ func ConfigMapName(gateway string) string { return gateway + "-proxy-config" }
 
 // SelectorLabels are the labels of the proxy pods that Services select.
 func SelectorLabels(gateway string) map[string]string {
-	return map[string]string{LabelName: ProxyName, LabelGateway: gateway}
+	return map[string]string{wellknown.LabelName: ProxyName, wellknown.LabelGateway: gateway}
 }
 
 // build renders what the attached routes and the listeners add up to, in four steps: the
@@ -328,11 +329,11 @@ func (t *translator) meta(name, route string) metav1.ObjectMeta {
 			}
 		}
 	}
-	m.Labels[LabelManagedBy] = ManagedByValue
-	m.Labels[LabelGateway] = t.gw.Name
-	m.Labels[LabelInstance] = t.gw.Name
+	m.Labels[wellknown.LabelManagedBy] = wellknown.LabelManagedByValue
+	m.Labels[wellknown.LabelGateway] = t.gw.Name
+	m.Labels[wellknown.LabelInstance] = t.gw.Name
 	if route != "" && len(validation.IsValidLabelValue(route)) == 0 {
-		m.Labels[LabelRoute] = route
+		m.Labels[wellknown.LabelRoute] = route
 	}
 	return m
 }
@@ -346,11 +347,11 @@ func (t *translator) deployment(cfg *config.Config) *appsv1.Deployment {
 	for k, v := range SelectorLabels(t.gw.Name) {
 		podMeta.Labels[k] = v
 	}
-	podMeta.Annotations[AnnotationRestartChecksum] = t.restartChecksum(cfg)
+	podMeta.Annotations[wellknown.AnnotationRestartChecksum] = t.restartChecksum(cfg)
 	if t.metrics {
-		podMeta.Annotations["prometheus.io/scrape"] = "true"
-		podMeta.Annotations["prometheus.io/port"] = strconv.Itoa(int(t.managementPort))
-		podMeta.Annotations["prometheus.io/path"] = "/metrics"
+		podMeta.Annotations[wellknown.AnnotationPrometheusScrape] = "true"
+		podMeta.Annotations[wellknown.AnnotationPrometheusPort] = strconv.Itoa(int(t.managementPort))
+		podMeta.Annotations[wellknown.AnnotationPrometheusPath] = "/metrics"
 	}
 	volumes, mounts := t.volumes()
 

@@ -11,8 +11,8 @@
 // advertised) are in pkg/gatewaymodel.
 //
 // Map, in the order Translate runs:
-//   - types.go: the exported contract: Snapshot, Environment, Result, labels, paths,
-//     condition types and reasons;
+//   - types.go: the exported contract: Snapshot, Environment, Result, paths, condition types
+//     and reasons (the labels and annotations are in pkg/wellknown);
 //   - translate.go: Translate as a list of steps, the translator's state (input, parameters,
 //     listeners, output), hold, and the status limits;
 //   - parameters.go: readParameters (KafkaGatewayParameters or defaults, limits, ingress

@@ -25,6 +25,7 @@ import (
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/internal/golden"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 	"github.com/kafkalink/kafkalink/proxy/config"
 	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
@@ -294,8 +295,8 @@ func checkInvariants(t *testing.T, res *Result) {
 	}
 	found := false
 	for _, o := range res.Objects {
-		if o.GetLabels()[LabelGateway] == "" {
-			t.Errorf("%s %s has no %s label", o.GetKind(), o.GetName(), LabelGateway)
+		if o.GetLabels()[wellknown.LabelGateway] == "" {
+			t.Errorf("%s %s has no %s label", o.GetKind(), o.GetName(), wellknown.LabelGateway)
 		}
 		if o.GetKind() != KindConfigMap {
 			continue
@@ -404,7 +405,7 @@ func TestSeedScenariosGiveTheServicesTheSeedNames(t *testing.T) {
 						}
 					}
 					got[s.Name] = svc{string(s.Spec.Type), strings.Join(ports, ",")}
-					if s.Spec.Selector[LabelGateway] != "simple" {
+					if s.Spec.Selector[wellknown.LabelGateway] != "simple" {
 						t.Errorf("Service %s does not select the proxy pods: %v", s.Name, s.Spec.Selector)
 					}
 				case KindRoute:

@@ -11,6 +11,7 @@ import (
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // limitsSnapshot is one in-cluster gateway with a backend and a certificate.
@@ -72,7 +73,7 @@ func acceptedCondition(t *testing.T, res *Result, route string) metav1.Condition
 func servicesOf(res *Result, route string) int {
 	n := 0
 	for _, o := range res.Objects {
-		if o.GetKind() == KindService && o.GetLabels()[LabelRoute] == route {
+		if o.GetKind() == KindService && o.GetLabels()[wellknown.LabelRoute] == route {
 			n++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // visible reports whether the snapshot can hold objects of namespace ns.
@@ -162,7 +163,7 @@ func (t *translator) copySecret(secret *corev1.Secret, keys []string) string {
 	if c == nil {
 		c = &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{}}
 		c.Name = name
-		c.Annotations = map[string]string{"kafkalink.io/copied-from": secret.Namespace + "/" + secret.Name}
+		c.Annotations = map[string]string{wellknown.AnnotationCopiedFrom: secret.Namespace + "/" + secret.Name}
 		t.copies[name] = c
 	}
 	for _, k := range keys {

@@ -22,26 +22,8 @@ import (
 // ControllerName is written in the controllerName of route parent and policy ancestor status.
 const ControllerName = gatewaymodel.ControllerName
 
-// Labels and annotations on generated objects.
-const (
-	// LabelGateway names the KafkaGateway an object was generated for; pruning selects on it.
-	LabelGateway = "kafkalink.io/gateway"
-	// LabelRoute names the KafkaRoute a Service, Route or TLSRoute exposes.
-	LabelRoute = "kafkalink.io/route"
-	// LabelManagedBy is the standard managed-by label, always "kafkalink".
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	// LabelName is the standard name label of the proxy pods, always "kafkalink-proxy".
-	LabelName = "app.kubernetes.io/name"
-	// LabelInstance is the standard instance label: the gateway name.
-	LabelInstance = "app.kubernetes.io/instance"
-	// AnnotationRestartChecksum is the pod template annotation over what the proxy cannot
-	// reload without a restart: the management settings, filter configuration and filter Secrets.
-	AnnotationRestartChecksum = "kafkalink.io/restart-checksum"
-	// ManagedByValue is the value of LabelManagedBy.
-	ManagedByValue = "kafkalink"
-	// ProxyName is the value of LabelName and the proxy container's name.
-	ProxyName = "kafkalink-proxy"
-)
+// ProxyName is the value of the proxy pods' wellknown.LabelName and the proxy container's name.
+const ProxyName = "kafkalink-proxy"
 
 // Paths inside the proxy container.
 const (

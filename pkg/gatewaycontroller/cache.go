@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // Cache transforms. The gateway controller watches every Service, Secret, ConfigMap and
@@ -109,7 +109,7 @@ func (d *secretData) sweep(used func(key string) bool) {
 }
 
 func generated(m metav1.Object) bool {
-	_, ok := m.GetLabels()[gateway.LabelGateway]
+	_, ok := m.GetLabels()[wellknown.LabelGateway]
 	return ok
 }
 

@@ -12,7 +12,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 func TestSlimObject(t *testing.T) {
@@ -24,7 +24,7 @@ func TestSlimObject(t *testing.T) {
 			Annotations:     map[string]string{"big": "annotation"},
 		}
 	}
-	ours := map[string]string{gateway.LabelGateway: "gw"}
+	ours := map[string]string{wellknown.LabelGateway: "gw"}
 
 	t.Run("a foreign ConfigMap keeps only its identity, labels and owners", func(t *testing.T) {
 		out, _ := slimObject(&corev1.ConfigMap{ObjectMeta: meta(nil), Data: map[string]string{"k": "v"}})

@@ -26,7 +26,6 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 )
@@ -71,7 +70,7 @@ var (
 // Controller reconciles the KafkaGateways of one watched namespace (or all).
 type Controller struct {
 	ctrl    *controller.Controller
-	env     operator.Env
+	env     controller.Env
 	clock   clock.Clock
 	dynamic dynamic.Interface
 
@@ -106,7 +105,7 @@ type Controller struct {
 
 // New builds the gateway controller for the namespace of env's informers and registers its
 // informers and event handlers. Register it in cmd/kafkalink-operator/controllers.go.
-func New(ctx context.Context, env operator.Env) (*controller.Controller, error) {
+func New(ctx context.Context, env controller.Env) (*controller.Controller, error) {
 	c := &Controller{env: env, clock: clock.RealClock{}, dynamic: env.Clients.Dynamic, waiters: newNameWaiters()}
 	c.ctrl = controller.New(QueueName, c.sync)
 	c.members = newMemberProxies(ctx, env.Clients.Kube, c.ctrl.Enqueue, env.Options.AllowedMemberServers)
@@ -184,7 +183,7 @@ func New(ctx context.Context, env operator.Env) (*controller.Controller, error) 
 // Kafka and KafkaNodePool). Each may
 // be missing now and installed later (see package controller): it is watched once discovery
 // shows it, and then every gateway is reconciled again.
-func (c *Controller) watchOptional(ctx context.Context, env operator.Env) error {
+func (c *Controller) watchOptional(ctx context.Context, env controller.Env) error {
 	ns := env.Informers.Namespace
 	newOptional := func(what string, gvrs ...schema.GroupVersionResource) *controller.OptionalInformer {
 		return controller.NewOptionalInformer(controller.OptionalConfig{What: what, GVRs: gvrs, Namespace: ns,

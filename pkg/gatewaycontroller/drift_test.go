@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 func TestDrift(t *testing.T) {
@@ -83,7 +85,7 @@ func TestDrift(t *testing.T) {
 func TestDriftOfTypedObjects(t *testing.T) {
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Annotations: map[string]string{AnnotationAppliedHash: "h"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns", Annotations: map[string]string{wellknown.AnnotationAppliedHash: "h"}},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
 			Selector: map[string]string{"app": "proxy"},

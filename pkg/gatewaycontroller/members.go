@@ -28,6 +28,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/member"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // Proxies in member clusters (KafkaGatewayParameters spec.members; docs/stretch.md). After the
@@ -39,9 +40,6 @@ import (
 const (
 	// FinalizerMemberProxies keeps a gateway with members until their proxies are removed.
 	FinalizerMemberProxies = "kafkalink.io/member-proxies"
-	// LabelMemberOf marks what a member holds for a gateway of the central cluster (its UID):
-	// pruning and removal select on it.
-	LabelMemberOf = "kafkalink.io/member-of"
 	// memberPoll is how often a member's Deployment is checked until it is available, and
 	// memberRecheck how often afterwards (reads only), so status.members follows a member that
 	// is lost or a proxy that stops.
@@ -157,7 +155,7 @@ func memberObjects(gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) (
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[LabelMemberOf] = string(gw.UID)
+		labels[wellknown.LabelMemberOf] = string(gw.UID)
 		o.SetLabels(labels)
 		objects = append(objects, o)
 		if o.GetKind() == gateway.KindDeployment {
@@ -347,7 +345,7 @@ func secretCopy(s *corev1.Secret, gatewayUID string) *unstructured.Unstructured 
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": gateway.KindSecret, "type": string(s.Type)}}
 	u.SetName(s.Name)
 	u.SetNamespace(s.Namespace)
-	u.SetLabels(map[string]string{LabelMemberOf: gatewayUID, gateway.LabelManagedBy: "kafkalink"})
+	u.SetLabels(map[string]string{wellknown.LabelMemberOf: gatewayUID, wellknown.LabelManagedBy: wellknown.LabelManagedByValue})
 	obj, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(&corev1.Secret{Data: s.Data})
 	u.Object["data"] = obj["data"]
 	return u
@@ -355,7 +353,7 @@ func secretCopy(s *corev1.Secret, gatewayUID string) *unstructured.Unstructured 
 
 // prune deletes the member's objects of the gateway that are not wanted (all when want is nil).
 func (m *memberProxies) prune(ctx context.Context, dyn dynamic.Interface, spec memberSpec, want map[string]bool) error {
-	selector := LabelMemberOf + "=" + spec.gatewayUID
+	selector := wellknown.LabelMemberOf + "=" + spec.gatewayUID
 	for _, kind := range memberKinds {
 		client := dyn.Resource(kindToGVR[kind]).Namespace(spec.namespace)
 		list, err := client.List(ctx, metav1.ListOptions{LabelSelector: selector})

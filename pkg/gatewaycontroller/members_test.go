@@ -8,6 +8,7 @@ import (
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 func object(kind, name string, extra map[string]any) *unstructured.Unstructured {
@@ -39,7 +40,7 @@ func TestMemberObjects(t *testing.T) {
 	var kinds []string
 	for _, o := range objects {
 		kinds = append(kinds, o.GetKind())
-		if o.GetLabels()[LabelMemberOf] != "uid-1" {
+		if o.GetLabels()[wellknown.LabelMemberOf] != "uid-1" {
 			t.Errorf("%s %s is not labelled with the gateway's UID", o.GetKind(), o.GetName())
 		}
 	}
@@ -50,7 +51,7 @@ func TestMemberObjects(t *testing.T) {
 	if !slices.Equal(mounted, []string{"my-gateway-tls"}) {
 		t.Errorf("mounted %v, want [my-gateway-tls]", mounted)
 	}
-	if res.Objects[0].GetLabels()[LabelMemberOf] != "" {
+	if res.Objects[0].GetLabels()[wellknown.LabelMemberOf] != "" {
 		t.Error("the central objects were changed")
 	}
 	v1 := objectsDigest(objects, mounted, func(string) string { return "1" })

@@ -30,12 +30,8 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gateway"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
-
-// AnnotationAppliedHash holds a hash of what kafkalink last applied to a generated object; an
-// object whose hash matches the desired one, and that still holds every applied field (see
-// drift.go), is not written again, so an idle operator makes no writes.
-const AnnotationAppliedHash = "kafkalink.io/applied-hash"
 
 // Event reasons beyond the condition reasons.
 const (
@@ -370,8 +366,10 @@ func (c *Controller) foreign(gw *kroxyliciousv1alpha1.KafkaGateway, objects []*u
 	return out
 }
 
-// apply writes each desired object whose applied hash differs, then deletes generated objects
-// that are no longer desired.
+// apply writes each desired object whose applied hash (wellknown.AnnotationAppliedHash) differs,
+// then deletes generated objects that are no longer desired. An object whose hash matches the
+// desired one, and that still holds every applied field (see drift.go), is not written again, so
+// an idle operator makes no writes.
 func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
 	logger := klog.FromContext(ctx)
 	owner := metav1.OwnerReference{
@@ -396,9 +394,9 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 		if ann == nil {
 			ann = map[string]string{}
 		}
-		ann[AnnotationAppliedHash] = hash
+		ann[wellknown.AnnotationAppliedHash] = hash
 		o.SetAnnotations(ann)
-		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && controlledBy(m, gw) && m.GetAnnotations()[AnnotationAppliedHash] == hash {
+		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && controlledBy(m, gw) && m.GetAnnotations()[wellknown.AnnotationAppliedHash] == hash {
 			live, err := liveFields(m)
 			if err != nil {
 				return err
@@ -440,7 +438,7 @@ func objectHash(o *unstructured.Unstructured) (string, error) {
 
 // prune deletes the gateway's generated objects of the given kinds that are not desired.
 func (c *Controller) prune(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, kinds []string, desired map[gateway.ObjectKey]bool) (int, error) {
-	selector := labels.SelectorFromSet(labels.Set{gateway.LabelGateway: gw.Name})
+	selector := labels.SelectorFromSet(labels.Set{wellknown.LabelGateway: gw.Name})
 	pruned := 0
 	for _, kind := range kinds {
 		var objs []metav1.Object

@@ -40,8 +40,8 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/secretcache"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 const testNamespace = "apps"
@@ -97,11 +97,11 @@ func newFixture(t *testing.T) *fixture {
 	f.filters = with(cache.Indexers{indexFilterSecret: filterSecrets})
 	f.params, f.services, f.secrets, f.configMaps, f.deployments, f.pdbs = with(nil), with(nil), with(nil), with(nil), with(nil), with(nil)
 
-	env := operator.Env{
-		Clients:   operator.Clients{Kube: f.kube, KafkaLink: f.kafkalink, Dynamic: f.dynamic},
-		Informers: operator.Informers{Namespace: ""},
+	env := controller.Env{
+		Clients:   controller.Clients{Kube: f.kube, KafkaLink: f.kafkalink, Dynamic: f.dynamic},
+		Informers: controller.Informers{Namespace: ""},
 		Recorder:  f.recorder,
-		Options:   operator.Options{ClusterDomain: "svc.cluster.local", ProxyImage: "proxy:test", TLSRouteAttachTimeout: 5 * time.Minute},
+		Options:   controller.Options{ClusterDomain: "svc.cluster.local", ProxyImage: "proxy:test", TLSRouteAttachTimeout: 5 * time.Minute},
 	}
 	c := &Controller{
 		env: env, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), dynamic: f.dynamic,
@@ -303,7 +303,7 @@ func newCertSecret(t *testing.T, name string) *corev1.Secret {
 // ownedBy marks a generated object as controlled by the gateway, with the gateway's label.
 func ownedBy(gw *kroxyliciousv1alpha1.KafkaGateway) func(metav1.Object) {
 	return func(m metav1.Object) {
-		m.SetLabels(map[string]string{gateway.LabelGateway: gw.Name})
+		m.SetLabels(map[string]string{wellknown.LabelGateway: gw.Name})
 		m.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: "KafkaGateway",
 			Name: gw.Name, UID: gw.UID, Controller: ptr.To(true)}})
 	}
@@ -364,7 +364,7 @@ func TestSyncAppliesAGatewaysObjectsAndWritesItsStatus(t *testing.T) {
 		}
 	}
 	for _, u := range f.applied() {
-		if !controlledBy(u, gw) || u.GetAnnotations()[AnnotationAppliedHash] == "" {
+		if !controlledBy(u, gw) || u.GetAnnotations()[wellknown.AnnotationAppliedHash] == "" {
 			t.Errorf("%s %s: not controlled by the gateway, or no applied hash: %v %v", u.GetKind(), u.GetName(), u.GetOwnerReferences(), u.GetAnnotations())
 		}
 	}

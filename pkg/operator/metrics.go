@@ -11,7 +11,7 @@ import (
 // conditionSources feed kafkalink_object_conditions from the informer caches of every watched
 // namespace: KafkaConnection's conditions, KafkaGateway's and its listeners', and KafkaRoute's
 // per parent. Asking for the listers registers those informers before the factories start.
-func conditionSources(infs []Informers) []controller.ConditionSource {
+func conditionSources(infs []controller.Informers) []controller.ConditionSource {
 	var conns []func() []controller.ObjectConditions
 	var gws, routes []func() []controller.ObjectConditions
 	for _, inf := range infs {

@@ -1,6 +1,9 @@
 // Package operator wires kafkalink's controllers to a cluster: clients, shared informer factories
 // per watched namespace, leader election on a Lease, events, and the /healthz, /readyz and
-// /metrics endpoints. The controllers themselves live in their own packages and receive an Env.
+// /metrics endpoints. The controllers themselves live in their own packages and receive a
+// controller.Env (package controller), which the operator builds for each watched namespace;
+// they do not import this package. The proxy's filter types and their check are the command's
+// to set (Options.AddFlags), so the operator does not depend on the proxy's filters.
 package operator
 
 import (
@@ -48,13 +51,12 @@ import (
 	kafkalinkinformers "github.com/kafkalink/kafkalink/generated/informers/externalversions"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/version"
-	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
 
-// Options are the operator's settings, bound to command-line flags by AddFlags.
+// Options are the operator's settings, bound to command-line flags by AddFlags: its own (clients,
+// watched namespaces, endpoints, leader election, workers) and, embedded, the controllers'.
 //
 // Each field is the flag of the same name in AddFlags, which says what it does and its default.
 type Options struct {
@@ -86,35 +88,15 @@ type Options struct {
 	RetryPeriod time.Duration
 	// Workers is --workers, per controller.
 	Workers int
-	// ClusterDomain is --cluster-domain.
-	ClusterDomain string
-	// ProxyImage is --proxy-image.
-	ProxyImage string
-	// ProxyFilterTypes are the KafkaFilter types the proxy image implements: by default
-	// kafkalink-proxy's (package filter/all); a different proxy image may implement others.
-	ProxyFilterTypes []string
-	// CheckFilter checks a KafkaFilter's configuration as kafkalink-proxy would at start, with
-	// the content of the files it names; a type kafkalink-proxy does not implement is not checked.
-	CheckFilter func(typ string, config []byte, files map[string][]byte) error
-	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
-	// objects; nil allows any.
-	AllowedMetadataPrefixes []string
-	// AllowedIngressDomains restrict the ingress domains (OpenShift Route hosts) of gateways;
-	// nil allows any.
-	AllowedIngressDomains []string
-	// AllowedMemberServers are the member-cluster API servers the operator may reach.
-	AllowedMemberServers []string
 
-	// Gateway controller.
-	// TLSRouteAttachTimeout is how long a generated TLSRoute may wait for a Gateway API parent
-	// to list it in its status before the KafkaGateway reports TLSRouteNotAccepted.
-	TLSRouteAttachTimeout time.Duration
-	// MaxGeneratedObjectsPerGateway is --max-generated-objects-per-gateway: the Services,
-	// OpenShift Routes and TLSRoutes one gateway may generate for its routes.
-	MaxGeneratedObjectsPerGateway int
+	// Options are the controllers' settings, which each controller gets in its controller.Env.
+	// Their flags are bound here too.
+	controller.Options
 }
 
-// AddFlags binds the options to flags with their defaults.
+// AddFlags binds the options to flags with their defaults. ProxyFilterTypes and CheckFilter are
+// the caller's to set before: they come from the proxy (package proxy/filter/all, which
+// cmd/kafkalink-operator wires in), and ProxyFilterTypes is --proxy-filter-types' default.
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
 	// The API server's Priority and Fairness (the FlowSchema and PriorityLevelConfiguration in
@@ -139,8 +121,6 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services; others are not applied and are reported in the gateway's Accepted condition. Unset: any.", commaList(&o.AllowedMetadataPrefixes))
 	fs.Func("allowed-ingress-domains", "Comma-separated domains that KafkaGatewayParameters ingressDomains (OpenShift Route hosts) must equal or be under; others are not applied, reported in the gateway's Accepted condition, and route hostnames under them are refused. Unset: any.", commaList(&o.AllowedIngressDomains))
 	fs.Func("allowed-member-servers", "Comma-separated API server URLs of member clusters (such as https://member-a.example.com:6443) that KafkaConnection targets and KafkaGatewayParameters members may reach; \"*\" allows any. The URL comes from an application's kubeconfig Secret or clusterUrl, so unset allows none: a target or member elsewhere reports the flag in its status.", commaList(&o.AllowedMemberServers))
-	o.ProxyFilterTypes = filterall.Types()
-	o.CheckFilter = filterall.Check
 	fs.Func("proxy-filter-types", fmt.Sprintf("Comma-separated KafkaFilter types the proxy image implements (default: kafkalink-proxy's, %s). A route using another type is not served and reports ResolvedRefs=False UnsupportedValue.", strings.Join(o.ProxyFilterTypes, ",")), commaList(&o.ProxyFilterTypes))
 
 	// Gateway controller.
@@ -169,56 +149,15 @@ func commaList(dst *[]string) func(string) error {
 	}
 }
 
-// Clients are the API clients controllers use.
-type Clients struct {
-	// Config is the configuration every client was built from.
-	Config *rest.Config
-	// Kube is the client of the built-in kinds.
-	Kube kubernetes.Interface
-	// KafkaLink is the client of kafkalink's own kinds.
-	KafkaLink kafkalinkclient.Interface
-	// Gateway is the client of Gateway API's kinds.
-	Gateway gatewayclient.Interface
-	// Dynamic serves the optional APIs and the generated objects' server-side applies.
-	Dynamic dynamic.Interface
-	// Discovery tells which optional APIs the cluster serves.
-	Discovery discovery.DiscoveryInterface
-}
-
-// Informers are the shared informer factories for one namespace ("" for all), and the shared
-// ReferenceGrant informer. Controllers ask for informers before Start; the operator starts them.
-// A resource has one informer per watched namespace in the whole process: controllers that read
-// the same resource ask the same factory.
-type Informers struct {
-	// Namespace is the watched namespace; "" for all.
-	Namespace string
-	// Kube is the factory of the built-in kinds' informers.
-	Kube kubeinformers.SharedInformerFactory
-	// KafkaLink is the factory of kafkalink's own kinds' informers.
-	KafkaLink kafkalinkinformers.SharedInformerFactory
-	// ReferenceGrants watches Gateway API's ReferenceGrants, an optional API: every controller
-	// shares this one informer. Its cache holds *gatewayv1beta1.ReferenceGrant whichever version
-	// (v1beta1 or v1) the cluster serves. Until the API is served it is not Ready, and
-	// cross-namespace references report RefNotPermitted.
-	ReferenceGrants *controller.OptionalInformer
-	// Kafkas and KafkaNodePools watch Strimzi's kinds, optional APIs too (kafka.strimzi.io v1 or
-	// v1beta2), pruned to what package strimzi parses: the binding controller reads Kafkas, the
-	// gateway controller both, through these shared informers.
-	Kafkas, KafkaNodePools *controller.OptionalInformer
-}
-
 // Resources of Gateway API's ReferenceGrant, in order of preference.
 var (
 	gvrGrantV1beta1 = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
 	gvrGrantV1      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
 )
 
-// ReferenceGrantAPI names the ReferenceGrant API in messages (gatewaymodel.ReferenceGrantAPI,
-// which the gateway translator's gatewaymodel.GrantAPIMissing also names).
-const ReferenceGrantAPI = gatewaymodel.ReferenceGrantAPI
-
-func newInformers(c Clients, namespace string) Informers {
-	return Informers{
+// newInformers makes the shared informers of one watched namespace ("" for all).
+func newInformers(c controller.Clients, namespace string) controller.Informers {
+	return controller.Informers{
 		Namespace: namespace,
 		Kube:      kubeinformers.NewSharedInformerFactoryWithOptions(c.Kube, 0, kubeinformers.WithNamespace(namespace)),
 		KafkaLink: kafkalinkinformers.NewSharedInformerFactoryWithOptions(c.KafkaLink, 0, kafkalinkinformers.WithNamespace(namespace)),
@@ -254,35 +193,9 @@ func typedReferenceGrant(obj any) (any, error) {
 	return g, nil
 }
 
-func (i Informers) start(ctx context.Context) {
-	i.Kube.Start(ctx.Done())
-	i.KafkaLink.Start(ctx.Done())
-	i.ReferenceGrants.Start(ctx)
-	i.Kafkas.Start(ctx)
-	i.KafkaNodePools.Start(ctx)
-}
-
-func (i Informers) shutdown() {
-	i.Kube.Shutdown()
-	i.KafkaLink.Shutdown()
-}
-
-// Env is what a controller constructor gets: clients, the informers of one watched namespace,
-// an event recorder and the options.
-type Env struct {
-	// Clients are the API clients.
-	Clients Clients
-	// Informers are the shared informers of the controller's watched namespace.
-	Informers Informers
-	// Recorder records events on the controller's objects.
-	Recorder record.EventRecorder
-	// Options are the operator's settings.
-	Options Options
-}
-
 // NewControllerFunc builds a controller for one watched namespace. It registers its informers and
 // event handlers but starts nothing.
-type NewControllerFunc func(ctx context.Context, env Env) (*controller.Controller, error)
+type NewControllerFunc func(ctx context.Context, env controller.Env) (*controller.Controller, error)
 
 // Scheme knows the built-in kinds and kafkalink's, for events about our objects.
 var Scheme = runtime.NewScheme()
@@ -313,8 +226,8 @@ func (o *Options) RestConfig() (*rest.Config, error) {
 }
 
 // NewClients builds every client from one configuration.
-func NewClients(cfg *rest.Config) (Clients, error) {
-	var c Clients
+func NewClients(cfg *rest.Config) (controller.Clients, error) {
+	var c controller.Clients
 	var err error
 	c.Config = cfg
 	if c.Kube, err = controller.NewKubeClient(cfg); err != nil {
@@ -341,7 +254,7 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 // this replica holds the leader Lease (at once without leader election). Informers run on every
 // replica. It returns nil after a clean shutdown, and an error when the Lease is lost or a probe
 // server fails.
-func Run(ctx context.Context, opts Options, clients Clients, constructors ...NewControllerFunc) error {
+func Run(ctx context.Context, opts Options, clients controller.Clients, constructors ...NewControllerFunc) error {
 	controller.RegisterMetrics()
 	if opts.LeaderElect {
 		if err := checkLeaderElectionNamespace(ctx, opts, clients.Kube); err != nil {
@@ -386,7 +299,7 @@ func Run(ctx context.Context, opts Options, clients Clients, constructors ...New
 // controllers are what buildControllers made: the informers of every watched namespace and the
 // controllers that read them.
 type controllers struct {
-	informers   []Informers
+	informers   []controller.Informers
 	controllers []*controller.Controller
 	workers     int
 	// leading is true while the controllers' workers run (this replica leads).
@@ -395,7 +308,7 @@ type controllers struct {
 
 // buildControllers makes the informers of every watched namespace and, for each, a controller per
 // constructor. Nothing starts.
-func buildControllers(ctx context.Context, opts Options, clients Clients, recorder record.EventRecorder, constructors []NewControllerFunc) (*controllers, error) {
+func buildControllers(ctx context.Context, opts Options, clients controller.Clients, recorder record.EventRecorder, constructors []NewControllerFunc) (*controllers, error) {
 	namespaces := opts.WatchNamespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
@@ -405,7 +318,7 @@ func buildControllers(ctx context.Context, opts Options, clients Clients, record
 		inf := newInformers(clients, ns)
 		out.informers = append(out.informers, inf)
 		for _, newController := range constructors {
-			c, err := newController(ctx, Env{Clients: clients, Informers: inf, Recorder: recorder, Options: opts})
+			c, err := newController(ctx, controller.Env{Clients: clients, Informers: inf, Recorder: recorder, Options: opts.Options})
 			if err != nil {
 				return nil, fmt.Errorf("building controllers for namespace %q: %w", ns, err)
 			}
@@ -417,13 +330,18 @@ func buildControllers(ctx context.Context, opts Options, clients Clients, record
 
 func (cs *controllers) startInformers(ctx context.Context) {
 	for _, inf := range cs.informers {
-		inf.start(ctx)
+		inf.Kube.Start(ctx.Done())
+		inf.KafkaLink.Start(ctx.Done())
+		inf.ReferenceGrants.Start(ctx)
+		inf.Kafkas.Start(ctx)
+		inf.KafkaNodePools.Start(ctx)
 	}
 }
 
 func (cs *controllers) shutdownInformers() {
 	for _, inf := range cs.informers {
-		inf.shutdown()
+		inf.Kube.Shutdown()
+		inf.KafkaLink.Shutdown()
 	}
 }
 
@@ -454,7 +372,7 @@ type elector struct {
 }
 
 // newElector makes the leader elector whose leadership runs the controllers.
-func newElector(ctx context.Context, opts Options, clients Clients, recorder record.EventRecorder, ctrls *controllers) (*elector, error) {
+func newElector(ctx context.Context, opts Options, clients controller.Clients, recorder record.EventRecorder, ctrls *controllers) (*elector, error) {
 	logger := klog.FromContext(ctx)
 	lock, err := newLeaseLock(opts, clients, recorder)
 	if err != nil {
@@ -633,7 +551,7 @@ func checkLeaderElectionNamespace(ctx context.Context, opts Options, kube kubern
 	return nil
 }
 
-func newLeaseLock(opts Options, clients Clients, recorder record.EventRecorder) (*resourcelock.LeaseLock, error) {
+func newLeaseLock(opts Options, clients controller.Clients, recorder record.EventRecorder) (*resourcelock.LeaseLock, error) {
 	namespace, _ := leaderElectionNamespace(opts)
 	hostname, err := os.Hostname()
 	if err != nil {

@@ -21,18 +21,17 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
-	"github.com/kafkalink/kafkalink/pkg/binding"
-	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
-	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // Informer is the shared factory's Secret informer: every Secret but the binding Secrets (which
 // the binding controller caches itself, as digests, and which are half of all Secrets at 5,000
 // connections), slimmed before caching. Its transform is set where it is made, so it is the same
 // whichever controller asks first, or alone.
-func Informer(env operator.Env) cache.SharedIndexInformer {
+func Informer(env controller.Env) cache.SharedIndexInformer {
 	return env.Informers.Kube.InformerFor(&corev1.Secret{}, func(kube kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		inf := coreinformers.NewFilteredSecretInformer(kube, env.Informers.Namespace, resync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, notBindingSecrets)
@@ -42,7 +41,7 @@ func Informer(env operator.Env) cache.SharedIndexInformer {
 }
 
 func notBindingSecrets(o *metav1.ListOptions) {
-	o.LabelSelector = binding.LabelBinding + "!=" + binding.LabelBindingValue
+	o.LabelSelector = wellknown.LabelBinding + "!=" + wellknown.LabelBindingValue
 }
 
 // Slim is the cache transform described in the package comment, exported so that controllers'
@@ -55,7 +54,7 @@ func Slim(obj any) (any, error) {
 		return obj, nil
 	}
 	s.ManagedFields = nil
-	if _, ok := s.Labels[gateway.LabelGateway]; ok {
+	if _, ok := s.Labels[wellknown.LabelGateway]; ok {
 		return s, nil
 	}
 	out := &corev1.Secret{Type: s.Type, ObjectMeta: metav1.ObjectMeta{

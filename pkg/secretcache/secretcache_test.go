@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
-	"github.com/kafkalink/kafkalink/pkg/gateway"
-	"github.com/kafkalink/kafkalink/pkg/operator"
+	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 func secret(labels map[string]string, owners ...metav1.OwnerReference) *corev1.Secret {
@@ -60,7 +60,7 @@ func TestSlim(t *testing.T) {
 		}
 	})
 	t.Run("a generated Secret is kept whole, without managed fields", func(t *testing.T) {
-		out, _ := Slim(secret(map[string]string{gateway.LabelGateway: "gw"}))
+		out, _ := Slim(secret(map[string]string{wellknown.LabelGateway: "gw"}))
 		if s := out.(*corev1.Secret); string(s.Data["tls.key"]) != "PRIVATE" || s.ManagedFields != nil || s.Annotations["big"] == "" {
 			t.Errorf("got %+v", s)
 		}
@@ -76,7 +76,7 @@ func TestSlim(t *testing.T) {
 // Secrets and caches the slim form, whoever asked first.
 func TestOneInformerForEveryReader(t *testing.T) {
 	kube := fake.NewClientset(secret(nil))
-	env := operator.Env{Informers: operator.Informers{Kube: kubeinformers.NewSharedInformerFactory(kube, 0)}}
+	env := controller.Env{Informers: controller.Informers{Kube: kubeinformers.NewSharedInformerFactory(kube, 0)}}
 	first, second := Informer(env), Informer(env)
 	if first != second {
 		t.Fatal("two Secret informers for one factory")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 	"github.com/kafkalink/kafkalink/test/framework"
 	"github.com/kafkalink/kafkalink/test/kubelet"
 )
@@ -401,7 +402,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		e.kubectl("delete", "-n", nsApps, "kafkaroutes.kroxylicious.io", routeName, "--wait=true")
 		e.eventually("the route's Services to be pruned", func() (bool, string) {
-			list, err := e.kube.CoreV1().Services(nsApps).List(e.ctx, metav1.ListOptions{LabelSelector: gateway.LabelRoute + "=" + routeName})
+			list, err := e.kube.CoreV1().Services(nsApps).List(e.ctx, metav1.ListOptions{LabelSelector: wellknown.LabelRoute + "=" + routeName})
 			if err != nil {
 				return false, err.Error()
 			}

@@ -15,6 +15,7 @@ import (
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/gatewaycontroller"
 	kloperator "github.com/kafkalink/kafkalink/pkg/operator"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 	"github.com/kafkalink/kafkalink/test/framework"
 )
 
@@ -39,6 +40,8 @@ func BenchmarkGateway200Routes(b *testing.B) {
 		b.Fatal(err)
 	}
 	var opts kloperator.Options
+	opts.ProxyFilterTypes = filterall.Types() // as kafkalink-operator does
+	opts.CheckFilter = filterall.Check
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	opts.AddFlags(fs)
 	if err := fs.Parse([]string{"--health-address=" + framework.FreeAddress(), "--metrics-address=", "--leader-elect=false",

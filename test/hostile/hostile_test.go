@@ -22,6 +22,7 @@ import (
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
 	"github.com/kafkalink/kafkalink/pkg/binding/bindingtest"
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 	"github.com/kafkalink/kafkalink/test/framework"
 )
 
@@ -285,7 +286,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.Generation, d.Spec.Template.Annotations[gateway.AnnotationRestartChecksum]
+		return d.Generation, d.Spec.Template.Annotations[wellknown.AnnotationRestartChecksum]
 	}
 	gen0, sum0 := deploymentState()
 	cm0, err := kube.CoreV1().ConfigMaps("good").Get(ctx, gateway.ConfigMapName("gw"), metav1.GetOptions{})

@@ -27,6 +27,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gatewaycontroller"
 	"github.com/kafkalink/kafkalink/pkg/operator"
 	"github.com/kafkalink/kafkalink/pkg/version"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 	"github.com/kafkalink/kafkalink/test/framework"
 )
 
@@ -141,6 +142,8 @@ func runOperator(t *testing.T, namespace, serviceAccount string, args ...string)
 		t.Fatal(err)
 	}
 	var opts operator.Options
+	opts.ProxyFilterTypes = filterall.Types() // as kafkalink-operator does
+	opts.CheckFilter = filterall.Check
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	opts.AddFlags(fs)
 	health := framework.FreeAddress()

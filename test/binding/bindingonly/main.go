@@ -13,11 +13,15 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
+	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/operator"
+	filterall "github.com/kafkalink/kafkalink/proxy/filter/all"
 )
 
 func main() {
 	var opts operator.Options
+	opts.ProxyFilterTypes = filterall.Types() // as kafkalink-operator does
+	opts.CheckFilter = filterall.Check
 	opts.AddFlags(flag.CommandLine)
 	klog.InitFlags(flag.CommandLine)
 	flag.Parse()
@@ -28,7 +32,7 @@ func main() {
 
 	cfg, err := opts.RestConfig()
 	if err == nil {
-		var clients operator.Clients
+		var clients controller.Clients
 		if clients, err = operator.NewClients(cfg); err == nil {
 			err = operator.Run(ctx, opts, clients, bindingcontroller.New)
 		}
