@@ -17,7 +17,6 @@ import (
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/member"
-	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // A target's status message says what went wrong with its member's API server, never what that
@@ -73,10 +72,8 @@ current-context: x
 	central := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "member-a-kubeconfig"},
 		Data: map[string][]byte{member.KubeconfigKey: []byte(kubeconfig)}})
 	recorded := make(chan struct{}, 10)
-	tg := &targets{enqueue: func(cache.ObjectName) { recorded <- struct{}{} }, clock: clock.RealClock{},
-		specs: map[string]copySpec{}, results: map[string]copyResult{}, removed: map[string]bool{}}
-	tg.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: tg.deliver, AllowedServers: []string{server},
-		Timeout: 5 * time.Second, Watched: wellknown.LabelBindingCopy + "=true"})
+	tg := newTargetsWith(ctx, member.Config{Central: central, AllowedServers: []string{server}, Timeout: 5 * time.Second},
+		func(cache.ObjectName) { recorded <- struct{}{} }, clock.RealClock{})
 	conn := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "orders", UID: "u1"},
 		Spec: kafkav1beta2.KafkaConnectionSpec{Targets: []kafkav1beta2.BindingTarget{{Name: "member-a",
 			Cluster: kafkav1beta2.ClusterTarget{Secret: "member-a-kubeconfig"}}}}}

@@ -67,7 +67,6 @@ type Informers struct {
 	Kafkas, KafkaNodePools *OptionalInformer
 }
 
-
 // Options are the controllers' settings: the part of the operator's options (package operator)
 // that controllers read.
 //

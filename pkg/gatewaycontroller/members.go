@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,9 +32,10 @@ import (
 // Proxies in member clusters (KafkaGatewayParameters spec.members; docs/stretch.md). After the
 // central apply, the gateway's Deployment, ConfigMap, Services, PodDisruptionBudget and the
 // Secrets its pods mount are applied into each member, in the gateway's namespace, by that
-// member's own worker (package member): a member that does not answer delays only itself. The
-// outcome (reachable, Programmed) is recorded and the gateway enqueued, whose sync puts it in
-// status.members. OpenShift Routes and TLSRoutes stay in the central cluster.
+// member's own worker (package member): a member that does not answer delays only itself. Each
+// member of a gateway is one item of a member ledger, which records the outcome (reachable,
+// Programmed) and enqueues the gateway, whose sync puts it in status.members. OpenShift Routes
+// and TLSRoutes stay in the central cluster.
 const (
 	// FinalizerMemberProxies keeps a gateway with members until their proxies are removed.
 	FinalizerMemberProxies = "kafkalink.io/member-proxies"
@@ -50,45 +49,35 @@ const (
 // memberKinds are the generated kinds a member gets, in apply order (what is mounted first).
 var memberKinds = []string{gateway.KindSecret, gateway.KindConfigMap, gateway.KindService, gateway.KindPodDisruptionBudget, gateway.KindDeployment}
 
-// memberSpec is what one member must hold for a gateway; remove means nothing.
+// memberSpec is what one member must hold for a gateway (the ledger's Spec.Object); a removal's
+// objects are nil.
 type memberSpec struct {
-	ref        member.Ref
 	gatewayUID string
 	namespace  string
 	objects    []*unstructured.Unstructured // generated objects, without owner references
 	mounted    []string                     // Secrets the pods mount that are not generated
 	deployment string
-	digest     string
-	remove     bool
 }
 
-type memberResult struct {
-	reachable, programmed, removed bool
-	applied                        string // the digest applied last
-	message                        string
-}
-
+// memberProxies are the gateways' proxies in members: the member ledger's items, one per member
+// of a gateway.
 type memberProxies struct {
-	registry *member.Registry
-	central  kubernetes.Interface
-	enqueue  func(cache.ObjectName)
-	mu       sync.Mutex
-	specs    map[string]memberSpec
-	results  map[string]memberResult
+	ledger  *member.Ledger[memberSpec]
+	central kubernetes.Interface
 }
 
 func newMemberProxies(ctx context.Context, central kubernetes.Interface, enqueue func(cache.ObjectName), allowedServers []string) *memberProxies {
-	m := &memberProxies{central: central, enqueue: enqueue, specs: map[string]memberSpec{}, results: map[string]memberResult{}}
-	m.registry = member.NewRegistry(ctx, member.Config{Central: central, Handle: m.deliver, AllowedServers: allowedServers})
+	m := &memberProxies{central: central}
+	m.ledger = member.NewLedger(ctx, member.Config{Name: QueueName + "-member", Central: central, AllowedServers: allowedServers}, m.deliver, enqueue)
 	return m
 }
 
 func memberKey(gw *kroxyliciousv1alpha1.KafkaGateway, name string) string {
-	return gw.Namespace + "/" + gw.Name + "/" + name
+	return member.ItemOf(cache.MetaObjectToName(gw), name)
 }
 
-// known lists a gateway's members: those of its parameters, then those still in its status
-// (whose proxies are to remove).
+// knownMembers lists a gateway's members: those of its parameters, then those still in its
+// status (whose proxies are to remove).
 func knownMembers(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []kroxyliciousv1alpha1.GatewayMember {
 	var out []kroxyliciousv1alpha1.GatewayMember
 	if params != nil {
@@ -102,33 +91,31 @@ func knownMembers(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1a
 	return out
 }
 
-// want records what each member must hold (objects nil: the gateway is being deleted, or the
-// member left the parameters) and queues what changed. It returns whether every member's proxy
-// is gone, when the finalizer may go.
+// want records what each member must hold (removed: the gateway is being deleted, or the member
+// left the parameters) and queues what changed. It returns whether every member's proxy is gone,
+// when the finalizer may go.
 func (m *memberProxies) want(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters, res *gateway.Result, version func(secret string) string) (allGone bool) {
 	allGone = true
 	objects, mounted := memberObjects(gw, res)
 	for _, mem := range knownMembers(gw, params) {
-		key := memberKey(gw, mem.Name)
-		spec := memberSpec{ref: member.Ref{Namespace: gw.Namespace, Secret: mem.Cluster.Secret, ClusterURL: mem.Cluster.ClusterURL},
-			gatewayUID: string(gw.UID), namespace: gw.Namespace, deployment: gateway.DeploymentName(gw.Name)}
+		item := memberKey(gw, mem.Name)
+		spec := member.Spec[memberSpec]{Member: member.Ref{Namespace: gw.Namespace, Secret: mem.Cluster.Secret, ClusterURL: mem.Cluster.ClusterURL},
+			Name: mem.Cluster.Secret, Object: memberSpec{gatewayUID: string(gw.UID), namespace: gw.Namespace, deployment: gateway.DeploymentName(gw.Name)}}
 		wanted := params != nil && gw.DeletionTimestamp == nil &&
 			slices.ContainsFunc(params.Spec.Members, func(p kroxyliciousv1alpha1.GatewayMember) bool { return p.Name == mem.Name })
 		switch {
-		case wanted:
+		case !wanted:
+			allGone = m.ledger.Remove(item, spec) && allGone
+		case res != nil:
 			allGone = false
-			if res == nil { // held: the members keep what they run, as the central cluster does
-				continue
-			}
-			spec.objects, spec.mounted = objects, mounted
-			spec.digest = objectsDigest(objects, mounted, version)
-		case m.removedAlready(key):
-			continue
+			spec.Object.objects, spec.Object.mounted = objects, mounted
+			spec.Version = objectsDigest(objects, mounted, version)
+			m.ledger.Want(item, spec)
 		default:
+			// Held: the members keep what they run, as the central cluster does (and a proxy
+			// removed since the member was last wanted stays removed).
 			allGone = false
-			spec.remove = true
 		}
-		m.set(key, spec)
 	}
 	return allGone
 }
@@ -197,41 +184,17 @@ func objectsDigest(objects []*unstructured.Unstructured, mounted []string, versi
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-func (m *memberProxies) set(key string, spec memberSpec) {
-	m.mu.Lock()
-	old, had := m.specs[key]
-	m.specs[key] = spec
-	m.mu.Unlock()
-	if had && old.ref == spec.ref && old.digest == spec.digest && old.remove == spec.remove {
-		return
-	}
-	if had && old.ref != spec.ref {
-		m.registry.Release(old.ref, key)
-	}
-	m.registry.Enqueue(spec.ref, key)
-}
-
-func (m *memberProxies) removedAlready(key string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.results[key].removed && m.specs[key].remove
-}
-
 // statuses are a gateway's status.members.
 func (m *memberProxies) statuses(gw *kroxyliciousv1alpha1.KafkaGateway, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []kroxyliciousv1alpha1.GatewayMemberStatus {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []kroxyliciousv1alpha1.GatewayMemberStatus
 	for _, mem := range knownMembers(gw, params) {
-		key := memberKey(gw, mem.Name)
-		spec, ok := m.specs[key]
-		res := m.results[key]
-		if ok && spec.remove && res.removed {
+		e := m.ledger.Entry(memberKey(gw, mem.Name))
+		if e.Removed {
 			continue
 		}
-		st := kroxyliciousv1alpha1.GatewayMemberStatus{Name: mem.Name, Cluster: mem.Cluster, Message: "not contacted yet"}
-		if _, done := m.results[key]; done {
-			st.Reachable, st.Programmed, st.Message = res.reachable, res.programmed, res.message
+		st := kroxyliciousv1alpha1.GatewayMemberStatus{Name: mem.Name, Cluster: mem.Cluster, Message: member.NotContacted}
+		if e.Contacted {
+			st.Reachable, st.Programmed, st.Message = e.Result.Reachable, e.Result.Synced, e.Result.Message
 		} else if i := slices.IndexFunc(gw.Status.Members, func(s kroxyliciousv1alpha1.GatewayMemberStatus) bool { return s.Name == mem.Name }); i >= 0 {
 			st = gw.Status.Members[i] // not delivered by this process yet: as status last said
 		}
@@ -241,73 +204,36 @@ func (m *memberProxies) statuses(gw *kroxyliciousv1alpha1.KafkaGateway, params *
 }
 
 // forget drops what is known of a gateway that no longer exists.
-func (m *memberProxies) forget(gw cache.ObjectName) {
-	prefix := gw.Namespace + "/" + gw.Name + "/"
-	m.mu.Lock()
-	var release []memberSpec
-	var keys []string
-	for key, spec := range m.specs {
-		if strings.HasPrefix(key, prefix) {
-			release, keys = append(release, spec), append(keys, key)
-			delete(m.specs, key)
-			delete(m.results, key)
-		}
-	}
-	m.mu.Unlock()
-	for i, spec := range release {
-		m.registry.Release(spec.ref, keys[i])
-	}
-}
+func (m *memberProxies) forget(gw cache.ObjectName) { m.ledger.Forget(gw) }
 
-func (m *memberProxies) record(key string, res memberResult) {
-	m.mu.Lock()
-	old, had := m.results[key]
-	m.results[key] = res
-	m.mu.Unlock()
-	if !had || old.reachable != res.reachable || old.programmed != res.programmed || old.message != res.message || old.removed != res.removed {
-		parts := strings.SplitN(key, "/", 3)
-		m.enqueue(cache.ObjectName{Namespace: parts[0], Name: parts[1]})
-	}
-}
-
-// deliver is a member's handler: it makes the member hold what its spec says.
-func (m *memberProxies) deliver(ctx context.Context, c *member.Cluster, key string) error {
-	m.mu.Lock()
-	spec, ok := m.specs[key]
-	prev := m.results[key]
-	m.mu.Unlock()
-	if !ok || spec.ref != c.Ref() {
-		return nil
-	}
-	res := memberResult{applied: prev.applied}
+// deliver is the ledger's Deliver: it makes the member hold what its spec says (Synced: the proxy
+// is programmed) and checks on it again while it is wanted. The ledger says what went wrong on an
+// error.
+func (m *memberProxies) deliver(ctx context.Context, c *member.Cluster, item string, spec member.Spec[memberSpec], last member.Result) (member.Result, error) {
+	res := member.Result{Applied: last.Applied}
 	dyn, err := c.Dynamic(ctx)
 	switch {
 	case err != nil:
-	case spec.remove:
-		if err = m.prune(ctx, dyn, spec, nil); err == nil {
-			res.removed, res.applied, res.message = true, "", "proxy removed"
+	case spec.Remove:
+		if err = m.prune(ctx, dyn, spec.Object, nil); err == nil {
+			res.Removed, res.Applied, res.Message = true, "", "proxy removed"
 		}
-	case prev.applied != spec.digest:
-		if err = m.applyAll(ctx, dyn, spec); err != nil {
+	case last.Applied != spec.Version:
+		if err = m.applyAll(ctx, dyn, spec.Object); err != nil {
 			break
 		}
-		res.applied = spec.digest
+		res.Applied = spec.Version
 		fallthrough
 	default:
-		res.programmed, res.message, err = m.programmed(ctx, dyn, spec)
+		res.Synced, res.Message, err = m.programmed(ctx, dyn, spec.Object)
 	}
-	res.reachable = !member.Unreachable(err)
-	if err != nil {
-		res.message = fmt.Sprintf("member %s: %s", c.Ref().Secret, member.Describe(err))
-	}
-	m.record(key, res)
 	switch {
-	case err == nil && !spec.remove && !res.programmed:
-		c.Requeue(key, memberPoll)
-	case err == nil && !spec.remove:
-		c.Requeue(key, memberRecheck)
+	case err == nil && !spec.Remove && !res.Synced:
+		c.Requeue(item, memberPoll)
+	case err == nil && !spec.Remove:
+		c.Requeue(item, memberRecheck)
 	}
-	return err
+	return res, err
 }
 
 // applyAll applies the objects and the mounted Secrets' copies, then deletes what the member

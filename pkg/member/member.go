@@ -15,6 +15,22 @@
 // path, user information, query or fragment, it must be in Config.AllowedServers, and member
 // clients follow no HTTP redirect. What a member server answers is not quoted in status: Describe
 // gives an error's class (unreachable, TLS error, forbidden, unauthorized, not found, HTTP <code>).
+//
+// A controller that delivers objects to members (the binding Secret copies of the KafkaConnection
+// controller, the member proxies of the gateway controller) keeps its bookkeeping in a Ledger:
+// what each item must be, its last outcome, what was removed; the controller keeps only what its
+// objects are, how they are written to a member and how they show in status. The members' work
+// queues are named (Config.Name: <controller queue>-member), for the work-queue metrics.
+//
+// Files:
+//   - member.go: Ref, Config, Registry (members in use), Unreachable, URL checks, kubeconfigs.
+//   - cluster.go: Cluster, one member in use: client without redirects, informers, queue, worker.
+//   - describe.go: Describe, an error as status shows it: its class, never a member's answer.
+//   - ledger.go: Ledger, delivery bookkeeping per item: Spec, Result, removed, queue and release.
+//   - member_test.go: Unreachable, kubeconfig checks, Registry lifecycle, allowed servers.
+//   - hardening_test.go: no redirects followed, no server body quoted, URL shape, Describe.
+//   - rbac_test.go: hack/member-rbac.sh, a tenant's identity in a member.
+//   - ledger_test.go: Ledger bookkeeping (table), delivery on named member queues.
 package member
 
 import (
@@ -61,6 +77,11 @@ type Handler func(ctx context.Context, c *Cluster, item string) error
 
 // Config configures a Registry.
 type Config struct {
+	// Name names the members' work queues for the work-queue metrics (the name label; "member"
+	// when empty). The members of a registry share it, so depth, adds, durations and retries add
+	// up over its members; unfinished work and the longest running processor, which each queue
+	// sets, are those of the member that set them last.
+	Name string
 	// Central reads the kubeconfig Secrets.
 	Central kubernetes.Interface
 	// Handle does one item.
@@ -172,6 +193,9 @@ type Registry struct {
 
 // NewRegistry makes a registry whose members stop when ctx ends.
 func NewRegistry(ctx context.Context, cfg Config) *Registry {
+	if cfg.Name == "" {
+		cfg.Name = "member"
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
@@ -244,8 +268,9 @@ func (r *Registry) start(ref Ref) *Cluster {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("member", ref.String()))
 	c := &Cluster{
 		ctx: ctx, ref: ref, cfg: r.cfg, cancel: cancel, refs: map[string]bool{},
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](
-			200*time.Millisecond, r.cfg.MaxBackoff)),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, r.cfg.MaxBackoff),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: r.cfg.Name}),
 		namespaces: map[string]*namespaceCache{},
 	}
 	go c.run(ctx)
