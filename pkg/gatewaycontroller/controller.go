@@ -3,6 +3,17 @@
 // KafkaFilter, Secret, Service, ReferenceGrant, and the objects it generated) enqueues that
 // gateway; sync gathers a snapshot from the informer caches, translates it with package gateway,
 // applies the result with server-side apply and prunes what is no longer desired.
+//
+// Files:
+//   - controller.go: New (informers, indexes, event handlers), the optional APIs it watches when
+//     they appear, and the mappers from each watched object to the gateways it concerns.
+//   - sync.go: sync (gather → gateway.Translate → apply → status), gather and its Secrets and
+//     Services, apply (server-side apply, pruning, objects the gateway does not control).
+//   - members.go: the proxies of a stretch gateway in member clusters: what each member gets and
+//     how it is written, on the member ledger of package member.
+//   - cache.go: slimmed Secrets in the informer, and their data read on demand (secretData).
+//   - drift.go: what differs between a live object and the desired one, for the drift event.
+//   - waiters.go: gateways waiting for a name another object holds, woken when it frees.
 package gatewaycontroller
 
 import (
