@@ -1,7 +1,3 @@
-// Package server runs kafkalink-proxy: it binds the configured listeners, routes each
-// connection to a virtual cluster and broker by TLS SNI (or by port on a plain listener),
-// relays Kafka frames through package kafka, serves the management port, reloads the
-// configuration and key material when they change on disk, and drains on shutdown.
 package server
 
 import (
