@@ -26,7 +26,7 @@ func FuzzCopyRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pending := make(chan Pending, len(data)/8+1)
 		var out bytes.Buffer
-		_ = CopyRequests(bytes.NewReader(data), &out, pending, 1<<16, nil, nil, nil, nil)
+		_ = CopyRequests(bytes.NewReader(data), &out, pending, RelayOptions{MaxFrame: 1 << 16})
 		for range pending {
 		}
 		// Whatever was forwarded is a sequence of frames within the limit; only the last may
@@ -70,7 +70,7 @@ func FuzzCopyResponses(f *testing.F) {
 			pending <- Pending{Key: key, Version: version, CorrelationID: 7}
 		}
 		close(pending)
-		_ = CopyResponses(bytes.NewReader(data), io.Discard, pending, 1<<16, testMap, nil, nil, nil)
+		_ = CopyResponses(bytes.NewReader(data), io.Discard, pending, RelayOptions{MaxFrame: 1 << 16, Addresses: testMap})
 	})
 }
 

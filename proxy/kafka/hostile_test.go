@@ -23,7 +23,7 @@ func TestProduceAcksHugeTransactionalIDLength(t *testing.T) {
 		t.Fatal("acks found behind a transactional id longer than the frame")
 	}
 	pending := make(chan Pending, 4)
-	err = CopyRequests(bytes.NewReader(frame), io.Discard, pending, 1<<20, nil, nil, nil, nil)
+	err = CopyRequests(bytes.NewReader(frame), io.Discard, pending, RelayOptions{MaxFrame: 1 << 20})
 	if err == nil {
 		t.Fatal("the H1 frame was accepted")
 	}
@@ -102,7 +102,7 @@ func checkHostile(t *testing.T, key, version int16, frame []byte) {
 	}
 	pending := make(chan Pending, 8)
 	var out bytes.Buffer
-	_ = CopyRequests(bytes.NewReader(frame), &out, pending, 1<<16, nil, nil, nil, nil)
+	_ = CopyRequests(bytes.NewReader(frame), &out, pending, RelayOptions{MaxFrame: 1 << 16})
 	for range pending {
 	}
 	if out.Len() > 1<<16+4 {

@@ -287,7 +287,7 @@ func TestRewriteFetchGrowsExactly(t *testing.T) {
 		pending <- Pending{Key: KeyFetch, Version: v, CorrelationID: 7}
 		close(pending)
 		var relayed bytes.Buffer
-		if err := CopyResponses(bytes.NewReader(sized(in)), &relayed, pending, 1<<20, long, nil, nil, nil); err != nil {
+		if err := CopyResponses(bytes.NewReader(sized(in)), &relayed, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: long}); err != nil {
 			t.Fatalf("v%d: relay: %v", v, err)
 		}
 		if !bytes.Equal(relayed.Bytes(), sized(out)) {
@@ -319,7 +319,7 @@ func TestLargeFetchStillStreams(t *testing.T) {
 	close(pending)
 	var out bytes.Buffer
 	long := func(int32, string, int32) (string, int32) { return strings.Repeat("x", 100), 1 }
-	if err := CopyResponses(bytes.NewReader(in), &out, pending, 8<<20, long, nil, nil, nil); err != nil {
+	if err := CopyResponses(bytes.NewReader(in), &out, pending, RelayOptions{MaxFrame: 8 << 20, Addresses: long}); err != nil {
 		t.Fatal(err)
 	}
 	if out.Len() != len(in) || bytes.Contains(out.Bytes(), []byte("10.0.0.2")) {

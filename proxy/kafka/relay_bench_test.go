@@ -36,7 +36,7 @@ func BenchmarkCopyFetchResponse(b *testing.B) {
 						pending := make(chan Pending, 1)
 						pending <- Pending{Key: KeyFetch, Version: 16, CorrelationID: 7}
 						close(pending)
-						if err := CopyResponses(src, io.Discard, pending, 64<<20, testMap, nil, nil, nil); err != nil {
+						if err := CopyResponses(src, io.Discard, pending, RelayOptions{MaxFrame: 64 << 20, Addresses: testMap}); err != nil {
 							b.Fatal(err)
 						}
 					}

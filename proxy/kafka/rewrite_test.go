@@ -309,7 +309,7 @@ func TestAcksZeroProduceIsNotTracked(t *testing.T) {
 	stream = append(stream, f.AppendRequest(nil, md, 100)...)
 	pending := make(chan Pending, 200)
 	var out bytes.Buffer
-	err := CopyRequests(bytes.NewReader(stream), &out, pending, 1<<20, nil, nil, nil, nil)
+	err := CopyRequests(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20})
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("err = %v", err)
 	}
@@ -332,7 +332,7 @@ func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
 	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(KeyApiVersions)+1))
 	pending := make(chan Pending, 2)
 	var out bytes.Buffer
-	if err := CopyRequests(bytes.NewReader(stream), &out, pending, 1<<20, nil, nil, nil, nil); !errors.Is(err, io.EOF) {
+	if err := CopyRequests(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20}); !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	if out.Len() != 0 {
@@ -359,7 +359,7 @@ func TestCopyResponsesRewritesInOrder(t *testing.T) {
 	pending <- Pending{Local: []byte("local")}
 	close(pending)
 	var out bytes.Buffer
-	if err := CopyResponses(bytes.NewReader(stream), &out, pending, 1<<20, testMap, nil, nil, nil); err != nil {
+	if err := CopyResponses(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap}); err != nil {
 		t.Fatal(err)
 	}
 	b := out.Bytes()
@@ -375,7 +375,7 @@ func TestCopyResponsesRewritesInOrder(t *testing.T) {
 func TestCopyResponsesRefusesWrongCorrelationID(t *testing.T) {
 	pending := make(chan Pending, 1)
 	pending <- Pending{Key: 19, CorrelationID: 3}
-	err := CopyResponses(bytes.NewReader([]byte{0, 0, 0, 4, 0, 0, 0, 2}), io.Discard, pending, 1<<20, testMap, nil, nil, nil)
+	err := CopyResponses(bytes.NewReader([]byte{0, 0, 0, 4, 0, 0, 0, 2}), io.Discard, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap})
 	if err == nil || !strings.Contains(err.Error(), "correlation id 2, expected 3") {
 		t.Fatalf("err = %v", err)
 	}

@@ -61,7 +61,7 @@ func TestSplicedResponsesKeepEveryByte(t *testing.T) {
 		}
 		close(pending)
 		src, dst := bytes.NewReader(stream), &bytes.Buffer{}
-		if err := CopyResponses(src, dst, pending, 8<<20, testMap, nil, nil, sp(src, dst)); err != nil {
+		if err := CopyResponses(src, dst, pending, RelayOptions{MaxFrame: 8 << 20, Addresses: testMap, Splice: sp(src, dst)}); err != nil {
 			t.Fatal(err)
 		}
 		return dst.Bytes()
@@ -111,7 +111,7 @@ func TestSplicedRequestsKeepEveryByte(t *testing.T) {
 	pending := make(chan Pending, 8)
 	src, dst := bytes.NewReader(stream), &bytes.Buffer{}
 	sp := &testSplicer{src: src, dst: dst}
-	if err := CopyRequests(src, dst, pending, 8<<20, nil, nil, nil, sp.splice); !errors.Is(err, io.EOF) {
+	if err := CopyRequests(src, dst, pending, RelayOptions{MaxFrame: 8 << 20, Splice: sp.splice}); !errors.Is(err, io.EOF) {
 		t.Fatalf("CopyRequests: %v, want io.EOF at the end of the stream", err)
 	}
 	if !bytes.Equal(dst.Bytes(), stream) {

@@ -289,7 +289,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		}()
 		client := &prefixReader{prefix: first, r: cc}
 		splice := splicer(pc.client, pc.upstream, wt, cc.in, func() bool { return len(client.prefix) == 0 })
-		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, filters, splice)
+		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, BeforeRead: pc.beforeRead, Stats: stats, Filters: filters, Splice: splice})
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -311,8 +311,8 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, filters,
-			splicer(pc.upstream, pc.client, wt, cc.out, nil))
+			pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Addresses: s.addressMap(route, pc.state, port), Stats: stats, Filters: filters,
+				Splice: splicer(pc.upstream, pc.client, wt, cc.out, nil)})
 	}()
 	pc.closeNow()
 	go func() {
