@@ -164,6 +164,18 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	if err := DecodeBounded(frame[hl:], resp.(kmsg.UnsafeReadFrom).UnsafeReadFrom); err != nil {
 		return nil, 0, malformed("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
+	n := rewriteAddresses(resp, m)
+	if n == 0 {
+		return nil, 0, nil
+	}
+	dst = append(dst, frame[:hl]...)
+	dst = resp.AppendTo(dst)
+	return dst, n, nil
+}
+
+// rewriteAddresses gives every broker in resp the address m returns and redacts the addresses
+// of nodes the proxy does not route (redact.go); it returns how many values it changed.
+func rewriteAddresses(resp kmsg.Response, m AddressMap) int {
 	n := 0
 	rw := func(id int32, host *string, port *int32) {
 		if id < 0 {
@@ -182,7 +194,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
 		}
 	case *kmsg.FindCoordinatorResponse:
-		if version < 4 {
+		if r.Version < 4 {
 			if r.ErrorCode == 0 {
 				rw(r.NodeID, &r.Host, &r.Port)
 			}
@@ -209,12 +221,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	default:
 		n = redact(resp)
 	}
-	if n == 0 {
-		return nil, 0, nil
-	}
-	dst = append(dst, frame[:hl]...)
-	dst = resp.AppendTo(dst)
-	return dst, n, nil
+	return n
 }
 
 // RewriteApiVersions intersects an ApiVersions response frame (after the size) with the
@@ -289,70 +296,89 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 	if len(frame) < 10 {
 		return 0, false, nil
 	}
-	off := 8
-	// Request header v1 and v2 both carry client_id as a classic nullable string.
-	// Every length read below is compared with the bytes left before off moves, so off stays
-	// within 0..len(frame) whatever the lengths say (a uvarint length can be up to 2^64-1).
-	cl := int16(binary.BigEndian.Uint16(frame[off:]))
-	off += 2
-	if cl > 0 {
-		if int(cl) > len(frame)-off {
-			return 0, false, nil
-		}
-		off += int(cl)
-	} else if cl < -1 {
-		return 0, false, malformed("negative client id length")
-	}
+	f := acksFinder{b: frame, off: 8} // past api key, version and correlation id
 	flexible := Flexible(KeyProduce, version)
-	if flexible {
-		if off >= len(frame) {
-			return 0, false, nil
-		}
-		n, err := skipTags(frame[off:])
-		if err != nil {
-			// The tags may continue beyond the bytes given.
-			if len(frame) < 64<<10 {
-				return 0, false, nil
-			}
-			return 0, false, err
-		}
-		off += n
+	// Request header v1 and v2 both carry client_id as a classic nullable string.
+	ok, err = f.skipNullableString("client id")
+	if ok && flexible {
+		ok, err = f.skipHeaderTags()
 	}
-	if version >= 3 { // transactional_id
-		if off >= len(frame) {
-			return 0, false, nil
-		}
+	if ok && version >= 3 {
 		if flexible {
-			l, n := binary.Uvarint(frame[off:])
-			if n <= 0 {
-				return 0, false, malformed("bad transactional id length")
-			}
-			off += n
-			if l > 0 {
-				if l-1 > uint64(len(frame)-off) {
-					// Longer than the bytes given: acks lies beyond them, or nowhere.
-					return 0, false, nil
-				}
-				off += int(l - 1)
-			}
+			ok, err = f.skipCompactNullableString("transactional id")
 		} else {
-			if off+2 > len(frame) {
-				return 0, false, nil
-			}
-			l := int16(binary.BigEndian.Uint16(frame[off:]))
-			off += 2
-			if l > 0 {
-				if int(l) > len(frame)-off {
-					return 0, false, nil
-				}
-				off += int(l)
-			} else if l < -1 {
-				return 0, false, malformed("negative transactional id length")
-			}
+			ok, err = f.skipNullableString("transactional id")
 		}
 	}
-	if off < 0 || off > len(frame)-2 {
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	if f.off < 0 || f.off > len(frame)-2 {
 		return 0, false, nil
 	}
-	return int16(binary.BigEndian.Uint16(frame[off:])), true, nil
+	return int16(binary.BigEndian.Uint16(frame[f.off:])), true, nil
+}
+
+// acksFinder moves through the fields of a Produce request that precede acks. Its skips
+// report false when the bytes given end first. Every length is compared with the bytes left
+// before off moves, so off stays within 0..len(b) whatever the lengths say (a uvarint length
+// can be up to 2^64-1).
+type acksFinder struct {
+	b   []byte
+	off int
+}
+
+// skipNullableString skips a classic nullable string: an int16 length, -1 for null.
+func (f *acksFinder) skipNullableString(what string) (bool, error) {
+	if f.off+2 > len(f.b) {
+		return false, nil
+	}
+	l := int16(binary.BigEndian.Uint16(f.b[f.off:]))
+	f.off += 2
+	if l > 0 {
+		if int(l) > len(f.b)-f.off {
+			return false, nil
+		}
+		f.off += int(l)
+	} else if l < -1 {
+		return false, malformed("negative %s length", what)
+	}
+	return true, nil
+}
+
+// skipCompactNullableString skips a compact nullable string: a uvarint length+1, 0 for null.
+func (f *acksFinder) skipCompactNullableString(what string) (bool, error) {
+	if f.off >= len(f.b) {
+		return false, nil
+	}
+	l, n := binary.Uvarint(f.b[f.off:])
+	if n <= 0 {
+		return false, malformed("bad %s length", what)
+	}
+	f.off += n
+	if l > 0 {
+		if l-1 > uint64(len(f.b)-f.off) {
+			// Longer than the bytes given: acks lies beyond them, or nowhere.
+			return false, nil
+		}
+		f.off += int(l - 1)
+	}
+	return true, nil
+}
+
+// skipHeaderTags skips the tagged fields of a flexible request header.
+func (f *acksFinder) skipHeaderTags() (bool, error) {
+	if f.off >= len(f.b) {
+		return false, nil
+	}
+	n, err := skipTags(f.b[f.off:])
+	if err != nil {
+		// The tags may continue beyond the bytes given.
+		if len(f.b) < 64<<10 {
+			return false, nil
+		}
+		return false, err
+	}
+	f.off += n
+	return true, nil
 }
