@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // h1Frame is the 44-byte flexible Produce request whose transactional_id length, a 9-byte
@@ -42,9 +44,9 @@ var extremeInt16s = []int16{-32768, -2, -1, 0, 1, 2, math.MaxInt16}
 // (acks), ApiVersions (answered locally when too new), SaslHandshake (v0 refused), and every
 // key whose response is rewritten (checked against the proxy's maximum version).
 var requestKeysParsed = func() []int16 {
-	keys := []int16{KeyProduce, KeySaslHandshake, KeyApiVersions}
+	keys := []int16{kmsg.Produce.Int16(), kmsg.SASLHandshake.Int16(), kmsg.ApiVersions.Int16()}
 	for k := int16(0); k < maxKey; k++ {
-		if k != KeyProduce && k != KeyApiVersions && NeedsRewrite(k, MaxVersion(k)) {
+		if k != kmsg.Produce.Int16() && k != kmsg.ApiVersions.Int16() && NeedsRewrite(k, MaxVersion(k)) {
 			keys = append(keys, k)
 		}
 	}
@@ -93,7 +95,7 @@ func FuzzHostileRequests(f *testing.F) {
 func checkHostile(t *testing.T, key, version int16, frame []byte) {
 	t.Helper()
 	for n := 4; n <= len(frame); n++ {
-		if key == KeyProduce {
+		if key == kmsg.Produce.Int16() {
 			_, _, _ = ProduceAcks(version, frame[4:n])
 		}
 		if n > 64 && n < len(frame) {

@@ -185,14 +185,14 @@ func readRequestHeader(src *bufio.Reader, maxFrame int32) (Pending, int64, error
 // connection.
 func (r *requestRelay) screen(src *bufio.Reader, p Pending, total int64) (handled bool, err error) {
 	switch {
-	case p.Key == KeyApiVersions && p.Version > MaxVersion(p.Key):
+	case p.Key == kmsg.ApiVersions.Int16() && p.Version > MaxVersion(p.Key):
 		if _, err := src.Discard(int(total)); err != nil {
 			return true, err
 		}
 		p.Local = UnsupportedApiVersions(p.CorrelationID)
 		r.pending <- p
 		return true, nil
-	case p.Key == KeySaslHandshake && p.Version == 0:
+	case p.Key == kmsg.SASLHandshake.Int16() && p.Version == 0:
 		return true, ErrSaslHandshakeV0
 	case NeedsRewrite(p.Key, p.Version) && p.Version > MaxVersion(p.Key):
 		return true, fmt.Errorf("%s v%d is newer than the proxy can rewrite (v%d); the client ignored ApiVersions", kmsg.NameForKey(p.Key), p.Version, MaxVersion(p.Key))
@@ -203,7 +203,7 @@ func (r *requestRelay) screen(src *bufio.Reader, p Pending, total int64) (handle
 // expectsResponse reports whether the broker answers the request at the start of src: all
 // but Produce with acks=0 are answered.
 func expectsResponse(src *bufio.Reader, p Pending, total int64) (bool, error) {
-	if p.Key != KeyProduce {
+	if p.Key != kmsg.Produce.Int16() {
 		return true, nil
 	}
 	n := int(min(total, peekLimit, int64(src.Size())))
@@ -505,7 +505,7 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 // streamed, one that carries addresses rewritten, the others passed on.
 func (r *responseRelay) relayResponse(mv mover, p Pending, total int64) error {
 	stats := r.opts.Stats
-	if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
+	if p.Key == kmsg.Fetch.Int16() && p.Version >= 16 && total > FetchBufferLimit {
 		n, dropped, err := streamFetch(mv, p.Version, total, r.opts.Addresses)
 		if err != nil {
 			return err
@@ -566,11 +566,11 @@ func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m Addres
 // rewriteFrame appends the rewritten form of the response frame (the bytes after the size) to
 // dst, with the number of addresses rewritten; nil when the frame goes out as it is.
 func rewriteFrame(dst []byte, p Pending, frame []byte, m AddressMap) ([]byte, int, error) {
-	switch p.Key {
-	case KeyApiVersions:
+	switch kmsg.Key(p.Key) {
+	case kmsg.ApiVersions:
 		out, err := RewriteApiVersions(dst, p.Version, frame)
 		return out, 0, err
-	case KeyFetch:
+	case kmsg.Fetch:
 		return RewriteFetch(dst, p.Version, frame, m)
 	default:
 		return RewriteResponse(dst, p.Key, p.Version, frame, m)

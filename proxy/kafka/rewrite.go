@@ -28,24 +28,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// API keys the proxy handles itself.
-const (
-	KeyProduce          int16 = 0
-	KeyFetch            int16 = 1
-	KeyMetadata         int16 = 3
-	KeyFindCoordinator  int16 = 10
-	KeySaslHandshake    int16 = 17
-	KeyApiVersions      int16 = 18
-	KeyDescribeCluster  int16 = 60
-	KeyShareFetch       int16 = 78
-	KeyShareAcknowledge int16 = 79
-)
-
-// ErrUnsupportedVersion is the Kafka error code UNSUPPORTED_VERSION.
-const ErrUnsupportedVersion int16 = 35
 
 // maxKey bounds the lookup tables; kmsg knows keys well below it.
 const maxKey = 128
@@ -94,15 +79,15 @@ func Flexible(key, version int16) bool {
 
 // NeedsRewrite reports whether the response to key at version must be decoded and rewritten.
 func NeedsRewrite(key, version int16) bool {
-	switch key {
-	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions,
-		KeyDescribeConfigs, KeyVote, KeyBeginQuorumEpoch, KeyEndQuorumEpoch, KeyFetchSnapshot, KeyUpdateRaftVoter:
+	switch kmsg.Key(key) {
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster, kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.ApiVersions,
+		kmsg.DescribeConfigs, kmsg.Vote, kmsg.BeginQuorumEpoch, kmsg.EndQuorumEpoch, kmsg.FetchSnapshot, kmsg.UpdateRaftVoter:
 		return true
-	case KeyDescribeQuorum:
+	case kmsg.DescribeQuorum:
 		return version >= 2
-	case KeyProduce:
+	case kmsg.Produce:
 		return version >= 10
-	case KeyFetch:
+	case kmsg.Fetch:
 		return version >= 16
 	}
 	return false
@@ -126,7 +111,7 @@ func responseHeaderLen(key, version int16, frame []byte) (int, error) {
 	if len(frame) < 4 {
 		return 0, malformed("response shorter than a correlation id")
 	}
-	if key == KeyApiVersions || !Flexible(key, version) {
+	if key == kmsg.ApiVersions.Int16() || !Flexible(key, version) {
 		return 4, nil
 	}
 	n, err := skipTags(frame[4:])
@@ -141,7 +126,7 @@ func responseHeaderLen(key, version int16, frame []byte) (int, error) {
 // the new frame, without size, to dst and returns it with the number of addresses rewritten.
 // When nothing needs to change it returns a nil slice, and the caller forwards the original.
 func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
-	if !NeedsRewrite(key, version) || key == KeyApiVersions {
+	if !NeedsRewrite(key, version) || key == kmsg.ApiVersions.Int16() {
 		return nil, 0, nil
 	}
 	if version > MaxVersion(key) || version < 0 {
@@ -151,7 +136,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	if err != nil {
 		return nil, 0, err
 	}
-	if key == KeyProduce {
+	if key == kmsg.Produce.Int16() {
 		// The common Produce response carries no endpoints: forward it without decoding.
 		if has, err := produceHasNodeEndpoints(version, frame[hl:]); err == nil && !has {
 			return nil, 0, nil
@@ -232,10 +217,10 @@ func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error)
 	if len(frame) < 6 {
 		return nil, malformed("ApiVersions response too short")
 	}
-	if version > MaxVersion(KeyApiVersions) || version < 0 {
+	if version > MaxVersion(kmsg.ApiVersions.Int16()) || version < 0 {
 		return nil, fmt.Errorf("cannot decode ApiVersions v%d", version)
 	}
-	if int16(binary.BigEndian.Uint16(frame[4:])) == ErrUnsupportedVersion {
+	if int16(binary.BigEndian.Uint16(frame[4:])) == kerr.UnsupportedVersion.Code {
 		version = 0
 	}
 	var r kmsg.ApiVersionsResponse
@@ -264,8 +249,8 @@ func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error)
 // ApiVersions request newer than the proxy's: UNSUPPORTED_VERSION in v0 form, listing the
 // ApiVersions versions the proxy speaks, as a broker does.
 func UnsupportedApiVersions(correlationID int32) []byte {
-	r := kmsg.ApiVersionsResponse{Version: 0, ErrorCode: ErrUnsupportedVersion,
-		ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyApiVersions, MinVersion: 0, MaxVersion: MaxVersion(KeyApiVersions)}}}
+	r := kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code,
+		ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: MaxVersion(kmsg.ApiVersions.Int16())}}}
 	b := make([]byte, 8, 32)
 	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
 	b = r.AppendTo(b)
@@ -273,15 +258,12 @@ func UnsupportedApiVersions(correlationID int32) []byte {
 	return b
 }
 
-// ErrBrokerNotAvailable is Kafka's BROKER_NOT_AVAILABLE, which clients retry.
-const ErrBrokerNotAvailable int16 = 8
-
 // ApiVersionsError is a whole ApiVersions response frame, in the request's version (clamped
 // to what the proxy speaks), carrying only an error code: the answer the proxy gives itself when
 // there is no broker to forward a connection's first request to.
 func ApiVersionsError(correlationID int32, version, code int16) []byte {
 	r := kmsg.NewPtrApiVersionsResponse()
-	r.SetVersion(min(max(version, 0), MaxVersion(KeyApiVersions)))
+	r.SetVersion(min(max(version, 0), MaxVersion(kmsg.ApiVersions.Int16())))
 	r.ErrorCode = code
 	b := make([]byte, 8, 32)
 	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
@@ -297,7 +279,7 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 		return 0, false, nil
 	}
 	f := acksFinder{b: frame, off: 8} // past api key, version and correlation id
-	flexible := Flexible(KeyProduce, version)
+	flexible := Flexible(kmsg.Produce.Int16(), version)
 	// Request header v1 and v2 both carry client_id as a classic nullable string.
 	ok, err = f.skipNullableString("client id")
 	if ok && flexible {

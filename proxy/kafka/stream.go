@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Fetch responses are the bulk of a consumer's traffic and can be tens of MiB. Buffering one
@@ -158,7 +160,7 @@ func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m
 
 // streamFetch is StreamFetch through mv, which may splice the records.
 func streamFetch(mv mover, version int16, total int64, m AddressMap) (n int, dropped bool, err error) {
-	if version < 12 || version > MaxVersion(KeyFetch) {
+	if version < 12 || version > MaxVersion(kmsg.Fetch.Int16()) {
 		return 0, false, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
 	}
 	src, dst := mv.src, mv.dst
@@ -233,8 +235,8 @@ func (s *sliceCursor) fail(err error) {
 // and goes out unchanged. Only the top-level tagged section is decoded: records are copied
 // as bytes.
 func RewriteFetch(dst []byte, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
-	if version < 16 || version > MaxVersion(KeyFetch) {
-		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(KeyFetch), version)
+	if version < 16 || version > MaxVersion(kmsg.Fetch.Int16()) {
+		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(kmsg.Fetch.Int16()), version)
 	}
 	c := &sliceCursor{b: frame}
 	c.advance(4) // correlation id

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
@@ -345,7 +347,7 @@ func errString(err error) string {
 // refresh, before the connection is closed. Any other first request only sees the close, which
 // clients retry too.
 func answerBrokerNotAvailable(w net.Conn, first []byte, timeout time.Duration) {
-	if len(first) < 12 || int16(binary.BigEndian.Uint16(first[4:])) != kafka.KeyApiVersions {
+	if len(first) < 12 || int16(binary.BigEndian.Uint16(first[4:])) != kmsg.ApiVersions.Int16() {
 		return
 	}
 	version := int16(binary.BigEndian.Uint16(first[6:]))
@@ -353,5 +355,5 @@ func answerBrokerNotAvailable(w net.Conn, first []byte, timeout time.Duration) {
 	if timeout > 0 {
 		_ = w.SetWriteDeadline(time.Now().Add(timeout))
 	}
-	_, _ = w.Write(kafka.ApiVersionsError(corr, version, kafka.ErrBrokerNotAvailable))
+	_, _ = w.Write(kafka.ApiVersionsError(corr, version, kerr.BrokerNotAvailable.Code))
 }
