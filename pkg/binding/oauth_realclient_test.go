@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,7 +111,7 @@ func (f *oauthFront) handle(c net.Conn) {
 			resp.SetVersion(version)
 			resp.SupportedMechanisms = []string{binding.SASLMechanismOAuthBearer}
 			if !strings.Contains(string(frame), binding.SASLMechanismOAuthBearer) {
-				resp.ErrorCode = 33 // UNSUPPORTED_SASL_MECHANISM
+				resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 			}
 			writeResponse(c, corr, resp)
 		case key == kmsg.SASLAuthenticate.Int16():
@@ -119,7 +120,7 @@ func (f *oauthFront) handle(c net.Conn) {
 			resp := kmsg.NewPtrSASLAuthenticateResponse()
 			resp.SetVersion(version)
 			if err := req.ReadFrom(requestBody(frame, req.IsFlexible())); err != nil || !f.te.valid(bearer(req.SASLAuthBytes)) {
-				resp.ErrorCode = 58 // SASL_AUTHENTICATION_FAILED
+				resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 				msg := "token not issued by the test's token endpoint"
 				resp.ErrorMessage = &msg
 			} else {

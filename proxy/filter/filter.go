@@ -169,21 +169,17 @@ func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, e
 
 // Wants reports whether some filter sees requests of key, or the chain itself: it sees
 // ApiVersions to keep clients on the Produce and Fetch versions that name topics.
-func (c *Chain) Wants(key int16) bool { return key == keyApiVersions || len(c.wants[key]) > 0 }
+func (c *Chain) Wants(key int16) bool {
+	return key == kmsg.ApiVersions.Int16() || len(c.wants[key]) > 0
+}
 
 // MaxFrame is the largest frame the chain decodes: a larger request of a key it wants closes
 // the connection before it is read.
 func (c *Chain) MaxFrame() int32 { return int32(min(c.lim.MaxFrame, math.MaxInt32)) }
 
-// API keys the chain itself handles, and the last versions of Produce and Fetch that carry topic
-// names: from v13 on they carry topic ids only, and filters' rules are by topic name.
-const (
-	keyProduce            = int16(kmsg.Produce)
-	keyFetch              = int16(kmsg.Fetch)
-	keyApiVersions        = int16(kmsg.ApiVersions)
-	keyControlledShutdown = int16(kmsg.ControlledShutdown)
-	lastNamedTopicsVers   = 12
-)
+// lastNamedTopicsVers is the last version of Produce and Fetch that carries topic names: from
+// v13 on they carry topic ids only, and filters' rules are by topic name.
+const lastNamedTopicsVers = 12
 
 // capTopicIDVersions lowers the Produce and Fetch versions an ApiVersions response offers to
 // those that name topics, so clients of a filtered virtual cluster never send topic ids only.
@@ -193,7 +189,7 @@ func capTopicIDVersions(x *Exchange) {
 		return
 	}
 	for i := range resp.ApiKeys {
-		if k := &resp.ApiKeys[i]; (k.ApiKey == keyProduce || k.ApiKey == keyFetch) && k.MaxVersion > lastNamedTopicsVers {
+		if k := &resp.ApiKeys[i]; (k.ApiKey == kmsg.Produce.Int16() || k.ApiKey == kmsg.Fetch.Int16()) && k.MaxVersion > lastNamedTopicsVers {
 			k.MaxVersion = lastNamedTopicsVers
 		}
 	}
@@ -211,7 +207,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if (x.Key == keyProduce || x.Key == keyFetch) && x.Version > lastNamedTopicsVers {
+	if (x.Key == kmsg.Produce.Int16() || x.Key == kmsg.Fetch.Int16()) && x.Version > lastNamedTopicsVers {
 		// Above the versions a filtered virtual cluster advertises: a client that ignored
 		// ApiVersions. Its topics are ids only, which the filters' rules cannot see.
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.UnsupportedVersion.Code), 0), nil, nil
@@ -235,7 +231,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	out := make([]byte, 0, len(frame)+len(frame)/8) // room for what filters add
 	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
 	if len(out) > c.lim.MaxFrame {
-		if x.Key != keyProduce {
+		if x.Key != kmsg.Produce.Int16() {
 			return nil, nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
 		}
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil, nil
@@ -288,7 +284,7 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 	x.Response = resp
 	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
 	defer x.Allowance.release()
-	if key == keyApiVersions {
+	if key == kmsg.ApiVersions.Int16() {
 		capTopicIDVersions(x)
 	}
 	fs := c.wants[key]
@@ -315,7 +311,7 @@ func decodeResponse(x *Exchange, key, version int16, frame []byte) (kmsg.Respons
 		return nil, errMalformed
 	}
 	body := frame[8:]
-	if resp.IsFlexible() && key != keyApiVersions { // ApiVersions responses never carry header tags
+	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() { // ApiVersions responses never carry header tags
 		n, err := skipTags(body)
 		if err != nil {
 			return nil, err
@@ -394,7 +390,7 @@ func decodeRequest(frame []byte, a *Allowance) (*Exchange, error) {
 	if x.Version < 0 || x.Version > req.MaxVersion() {
 		return nil, fmt.Errorf("%w: %s v%d is not a version the proxy decodes (up to v%d)", errMalformed, kmsg.NameForKey(x.Key), x.Version, req.MaxVersion())
 	}
-	if x.Key == keyControlledShutdown && x.Version == 0 {
+	if x.Key == kmsg.ControlledShutdown.Int16() && x.Version == 0 {
 		// The one request with header v0 (no client id), sent by brokers, not clients.
 		return nil, fmt.Errorf("%w: ControlledShutdown v0 is not for the filters", errMalformed)
 	}
@@ -482,7 +478,7 @@ func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint
 	// large Fetch or Produce is not copied over and over as it grows.
 	b := make([]byte, 8, max(256, sizeHint+sizeHint/8))
 	binary.BigEndian.PutUint32(b[4:], uint32(corr))
-	if resp.IsFlexible() && key != keyApiVersions {
+	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		b = append(b, 0)
 	}
 	b = resp.AppendTo(b)

@@ -129,7 +129,7 @@ func TestReencodedFrameOverLimit(t *testing.T) {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.SetVersion(9)
 	frame := append([]byte{0, 0, 0, 0, 0, 0, 0, 7, 0}, resp.AppendTo(nil)...)
-	if _, err := chain(t, 16, 2048).Response(0, 9, frame, state); err != nil {
+	if _, err := chain(t, 16, 2048).Response(kmsg.Produce.Int16(), 9, frame, state); err != nil {
 		t.Error(err)
 	}
 }

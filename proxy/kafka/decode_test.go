@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // corruptTagCount is a DescribeCluster v2 response (after the size) whose broker tagged-field
@@ -15,7 +17,7 @@ var corruptTagCount = []byte("\x00\x00\x00\a\x00\x00\x00\x00\x00\x00\x00\x00\x01
 func TestDecodeBoundedGivesUpOnACorruptTagCount(t *testing.T) {
 	defer func(b time.Duration) { decodeBase = b }(decodeBase)
 	decodeBase = 50 * time.Millisecond
-	_, _, err := RewriteResponse(nil, KeyDescribeCluster, 2, corruptTagCount, testMap)
+	_, _, err := RewriteResponse(nil, kmsg.DescribeCluster.Int16(), 2, corruptTagCount, testMap)
 	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "took over") {
 		t.Fatalf("got %v, want the bounded decode to give up", err)
 	}

@@ -63,7 +63,7 @@ func TestFilteredFrameReadAsItArrives(t *testing.T) {
 	done := make(chan error, conns)
 	for range conns {
 		go func() {
-			done <- CopyRequests(&stalled{b: announce(size), reached: reached, release: release}, io.Discard, make(chan Pending, 4), 100<<20, nil, nil, wantAll{max: 100 << 20}, nil)
+			done <- CopyRequests(&stalled{b: announce(size), reached: reached, release: release}, io.Discard, make(chan Pending, 4), RelayOptions{MaxFrame: 100 << 20, Filters: wantAll{max: 100 << 20}})
 		}()
 	}
 	for range conns { // every relay is waiting for the rest of its frame
@@ -86,7 +86,7 @@ func TestFilteredFrameReadAsItArrives(t *testing.T) {
 func TestFilteredFrameOverLimit(t *testing.T) {
 	release := make(chan struct{})
 	close(release)
-	err := CopyRequests(&stalled{b: announce(2 << 20), release: release}, io.Discard, make(chan Pending, 4), 100<<20, nil, nil, wantAll{max: 1 << 20}, nil)
+	err := CopyRequests(&stalled{b: announce(2 << 20), release: release}, io.Discard, make(chan Pending, 4), RelayOptions{MaxFrame: 100 << 20, Filters: wantAll{max: 1 << 20}})
 	if !errors.Is(err, ErrMalformed) {
 		t.Errorf("a 2 MiB request for filters taking 1 MiB: %v", err)
 	}

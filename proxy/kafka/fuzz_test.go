@@ -26,7 +26,7 @@ func FuzzCopyRequests(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pending := make(chan Pending, len(data)/8+1)
 		var out bytes.Buffer
-		_ = CopyRequests(bytes.NewReader(data), &out, pending, 1<<16, nil, nil, nil, nil)
+		_ = CopyRequests(bytes.NewReader(data), &out, pending, RelayOptions{MaxFrame: 1 << 16})
 		for range pending {
 		}
 		// Whatever was forwarded is a sequence of frames within the limit; only the last may
@@ -52,10 +52,10 @@ func FuzzCopyRequests(f *testing.F) {
 // FuzzCopyResponses feeds arbitrary broker bytes through the response path, decoding them
 // as the response to the given API key and version.
 func FuzzCopyResponses(f *testing.F) {
-	for _, key := range []int16{KeyMetadata, KeyFindCoordinator, KeyFetch, KeyApiVersions, KeyDescribeCluster} {
+	for _, key := range []int16{kmsg.Metadata.Int16(), kmsg.FindCoordinator.Int16(), kmsg.Fetch.Int16(), kmsg.ApiVersions.Int16(), kmsg.DescribeCluster.Int16()} {
 		v := MaxVersion(key)
 		var fr []byte
-		if key == KeyApiVersions {
+		if key == kmsg.ApiVersions.Int16() {
 			r := kmsg.NewPtrApiVersionsResponse()
 			r.SetVersion(v)
 			fr = frameResponse(r)
@@ -70,7 +70,7 @@ func FuzzCopyResponses(f *testing.F) {
 			pending <- Pending{Key: key, Version: version, CorrelationID: 7}
 		}
 		close(pending)
-		_ = CopyResponses(bytes.NewReader(data), io.Discard, pending, 1<<16, testMap, nil, nil, nil)
+		_ = CopyResponses(bytes.NewReader(data), io.Discard, pending, RelayOptions{MaxFrame: 1 << 16, Addresses: testMap})
 	})
 }
 
@@ -81,7 +81,7 @@ func FuzzRewriteResponse(f *testing.F) {
 		f.Add(key, first, frameResponse(sampleResponse(key, first)))
 		f.Add(key, MaxVersion(key), frameResponse(sampleResponse(key, MaxVersion(key))))
 	}
-	for _, key := range []int16{KeyDescribeConfigs, KeyDescribeQuorum, KeyVote, KeyUpdateRaftVoter} {
+	for _, key := range []int16{kmsg.DescribeConfigs.Int16(), kmsg.DescribeQuorum.Int16(), kmsg.Vote.Int16(), kmsg.UpdateRaftVoter.Int16()} {
 		f.Add(key, MaxVersion(key), frameResponse(redactSample(key, MaxVersion(key))))
 	}
 	f.Fuzz(func(t *testing.T, key, version int16, frame []byte) {
@@ -97,10 +97,10 @@ func FuzzRewriteResponse(f *testing.F) {
 
 // FuzzRewriteApiVersions decodes arbitrary bytes as an ApiVersions response.
 func FuzzRewriteApiVersions(f *testing.F) {
-	for v := int16(0); v <= MaxVersion(KeyApiVersions); v++ {
+	for v := int16(0); v <= MaxVersion(kmsg.ApiVersions.Int16()); v++ {
 		r := kmsg.NewPtrApiVersionsResponse()
 		r.SetVersion(v)
-		r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 0, MaxVersion: 99}}
+		r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.Produce.Int16(), MaxVersion: 99}}
 		f.Add(v, frameResponse(r))
 	}
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {

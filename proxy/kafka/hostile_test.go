@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // h1Frame is the 44-byte flexible Produce request whose transactional_id length, a 9-byte
@@ -23,7 +25,7 @@ func TestProduceAcksHugeTransactionalIDLength(t *testing.T) {
 		t.Fatal("acks found behind a transactional id longer than the frame")
 	}
 	pending := make(chan Pending, 4)
-	err = CopyRequests(bytes.NewReader(frame), io.Discard, pending, 1<<20, nil, nil, nil, nil)
+	err = CopyRequests(bytes.NewReader(frame), io.Discard, pending, RelayOptions{MaxFrame: 1 << 20})
 	if err == nil {
 		t.Fatal("the H1 frame was accepted")
 	}
@@ -42,9 +44,9 @@ var extremeInt16s = []int16{-32768, -2, -1, 0, 1, 2, math.MaxInt16}
 // (acks), ApiVersions (answered locally when too new), SaslHandshake (v0 refused), and every
 // key whose response is rewritten (checked against the proxy's maximum version).
 var requestKeysParsed = func() []int16 {
-	keys := []int16{KeyProduce, KeySaslHandshake, KeyApiVersions}
+	keys := []int16{kmsg.Produce.Int16(), kmsg.SASLHandshake.Int16(), kmsg.ApiVersions.Int16()}
 	for k := int16(0); k < maxKey; k++ {
-		if k != KeyProduce && k != KeyApiVersions && NeedsRewrite(k, MaxVersion(k)) {
+		if k != kmsg.Produce.Int16() && k != kmsg.ApiVersions.Int16() && NeedsRewrite(k, MaxVersion(k)) {
 			keys = append(keys, k)
 		}
 	}
@@ -93,7 +95,7 @@ func FuzzHostileRequests(f *testing.F) {
 func checkHostile(t *testing.T, key, version int16, frame []byte) {
 	t.Helper()
 	for n := 4; n <= len(frame); n++ {
-		if key == KeyProduce {
+		if key == kmsg.Produce.Int16() {
 			_, _, _ = ProduceAcks(version, frame[4:n])
 		}
 		if n > 64 && n < len(frame) {
@@ -102,7 +104,7 @@ func checkHostile(t *testing.T, key, version int16, frame []byte) {
 	}
 	pending := make(chan Pending, 8)
 	var out bytes.Buffer
-	_ = CopyRequests(bytes.NewReader(frame), &out, pending, 1<<16, nil, nil, nil, nil)
+	_ = CopyRequests(bytes.NewReader(frame), &out, pending, RelayOptions{MaxFrame: 1 << 16})
 	for range pending {
 	}
 	if out.Len() > 1<<16+4 {

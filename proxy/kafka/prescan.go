@@ -16,7 +16,11 @@ package kafka
 // key is writing its table in prescanSchemas; TestPrescanMatchesKmsg encodes kmsg requests of
 // every version of every key in it and fails on a field the table misses.
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // prescanKind is what a schema field holds.
 type prescanKind uint8
@@ -85,8 +89,8 @@ func pTagged(tag uint32, content prescanField) prescanField {
 
 // prescanSchemas are the request bodies PrescanRequest knows, field by field as kmsg v1.15.0
 // reads them (comments name Kafka's fields).
-var prescanSchemas = map[int16]*prescanSchema{
-	0: {min: 0, max: 13, fields: []prescanField{ // Produce
+var prescanSchemas = map[kmsg.Key]*prescanSchema{
+	kmsg.Produce: {min: 0, max: 13, fields: []prescanField{
 		pNullString(3, prescanAny), // TransactionalId
 		pInt16(0, prescanAny),      // Acks
 		pInt32(0, prescanAny),      // TimeoutMs
@@ -99,7 +103,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	1: {min: 0, max: 18, fields: []prescanField{ // Fetch
+	kmsg.Fetch: {min: 0, max: 18, fields: []prescanField{
 		pInt32(0, 14),         // ReplicaId (a tagged ReplicaState from v15)
 		pInt32(0, prescanAny), // MaxWaitMs
 		pInt32(0, prescanAny), // MinBytes
@@ -133,7 +137,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			pInt64(0, prescanAny), // ReplicaEpoch
 		)),
 	}},
-	2: {min: 0, max: 11, fields: []prescanField{ // ListOffsets
+	kmsg.ListOffsets: {min: 0, max: 11, fields: []prescanField{
 		pInt32(0, prescanAny), // ReplicaId
 		pInt8(2, prescanAny),  // IsolationLevel
 		pStructs(0, prescanAny, // Topics
@@ -147,7 +151,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pInt32(10, prescanAny), // TimeoutMs
 	}},
-	3: {min: 0, max: 13, fields: []prescanField{ // Metadata
+	kmsg.Metadata: {min: 0, max: 13, fields: []prescanField{
 		pStructs(0, prescanAny, // Topics (null: all topics)
 			pUUID(10, prescanAny),       // TopicId
 			pString(0, 9),               // Name
@@ -157,7 +161,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pBool(8, 10),         // IncludeClusterAuthorizedOperations
 		pBool(8, prescanAny), // IncludeTopicAuthorizedOperations
 	}},
-	8: {min: 0, max: 10, fields: []prescanField{ // OffsetCommit
+	kmsg.OffsetCommit: {min: 0, max: 10, fields: []prescanField{
 		pString(0, prescanAny),     // GroupId
 		pInt32(1, prescanAny),      // GenerationIdOrMemberEpoch
 		pString(1, prescanAny),     // MemberId
@@ -175,7 +179,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	9: {min: 0, max: 10, fields: []prescanField{ // OffsetFetch
+	kmsg.OffsetFetch: {min: 0, max: 10, fields: []prescanField{
 		pString(0, 7), // GroupId
 		pStructs(0, 7, // Topics (null from v2: all topics)
 			pString(0, prescanAny),                       // Name
@@ -193,12 +197,12 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pBool(7, prescanAny), // RequireStable
 	}},
-	10: {min: 0, max: 6, fields: []prescanField{ // FindCoordinator
+	kmsg.FindCoordinator: {min: 0, max: 6, fields: []prescanField{
 		pString(0, 3),        // Key
 		pInt8(1, prescanAny), // KeyType
 		pArray(4, prescanAny, pString(0, prescanAny)), // CoordinatorKeys
 	}},
-	11: {min: 0, max: 9, fields: []prescanField{ // JoinGroup
+	kmsg.JoinGroup: {min: 0, max: 9, fields: []prescanField{
 		pString(0, prescanAny),     // GroupId
 		pInt32(0, prescanAny),      // SessionTimeoutMs
 		pInt32(1, prescanAny),      // RebalanceTimeoutMs
@@ -211,13 +215,13 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pNullString(8, prescanAny), // Reason
 	}},
-	12: {min: 0, max: 4, fields: []prescanField{ // Heartbeat
+	kmsg.Heartbeat: {min: 0, max: 4, fields: []prescanField{
 		pString(0, prescanAny),     // GroupId
 		pInt32(0, prescanAny),      // GenerationId
 		pString(0, prescanAny),     // MemberId
 		pNullString(3, prescanAny), // GroupInstanceId
 	}},
-	13: {min: 0, max: 5, fields: []prescanField{ // LeaveGroup
+	kmsg.LeaveGroup: {min: 0, max: 5, fields: []prescanField{
 		pString(0, prescanAny), // GroupId
 		pString(0, 2),          // MemberId
 		pStructs(3, prescanAny, // Members
@@ -226,7 +230,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			pNullString(5, prescanAny), // Reason
 		),
 	}},
-	14: {min: 0, max: 5, fields: []prescanField{ // SyncGroup
+	kmsg.SyncGroup: {min: 0, max: 5, fields: []prescanField{
 		pString(0, prescanAny),     // GroupId
 		pInt32(0, prescanAny),      // GenerationId
 		pString(0, prescanAny),     // MemberId
@@ -238,24 +242,24 @@ var prescanSchemas = map[int16]*prescanSchema{
 			pBytes(0, prescanAny),  // Assignment
 		),
 	}},
-	15: {min: 0, max: 6, fields: []prescanField{ // DescribeGroups
+	kmsg.DescribeGroups: {min: 0, max: 6, fields: []prescanField{
 		pArray(0, prescanAny, pString(0, prescanAny)), // Groups
 		pBool(3, prescanAny),                          // IncludeAuthorizedOperations
 	}},
-	16: {min: 0, max: 5, fields: []prescanField{ // ListGroups
+	kmsg.ListGroups: {min: 0, max: 5, fields: []prescanField{
 		pArray(4, prescanAny, pString(0, prescanAny)), // StatesFilter
 		pArray(5, prescanAny, pString(0, prescanAny)), // TypesFilter
 	}},
-	17: {min: 0, max: 1, fields: []prescanField{ // SaslHandshake
+	kmsg.SASLHandshake: {min: 0, max: 1, fields: []prescanField{
 		pString(0, prescanAny), // Mechanism
 	}},
-	18: {min: 0, max: 5, fields: []prescanField{ // ApiVersions
+	kmsg.ApiVersions: {min: 0, max: 5, fields: []prescanField{
 		pString(3, prescanAny),     // ClientSoftwareName
 		pString(3, prescanAny),     // ClientSoftwareVersion
 		pNullString(5, prescanAny), // ClusterId
 		pInt32(5, prescanAny),      // NodeId
 	}},
-	19: {min: 0, max: 7, fields: []prescanField{ // CreateTopics
+	kmsg.CreateTopics: {min: 0, max: 7, fields: []prescanField{
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny), // Name
 			pInt32(0, prescanAny),  // NumPartitions
@@ -272,7 +276,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pInt32(0, prescanAny), // TimeoutMs
 		pBool(1, prescanAny),  // ValidateOnly
 	}},
-	20: {min: 0, max: 6, fields: []prescanField{ // DeleteTopics
+	kmsg.DeleteTopics: {min: 0, max: 6, fields: []prescanField{
 		pArray(0, 5, pString(0, prescanAny)), // TopicNames
 		pStructs(6, prescanAny, // Topics
 			pNullString(0, prescanAny), // Name
@@ -280,7 +284,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pInt32(0, prescanAny), // TimeoutMs
 	}},
-	21: {min: 0, max: 2, fields: []prescanField{ // DeleteRecords
+	kmsg.DeleteRecords: {min: 0, max: 2, fields: []prescanField{
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny), // Name
 			pStructs(0, prescanAny, // Partitions
@@ -290,13 +294,13 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pInt32(0, prescanAny), // TimeoutMs
 	}},
-	22: {min: 0, max: 5, fields: []prescanField{ // InitProducerId
+	kmsg.InitProducerID: {min: 0, max: 5, fields: []prescanField{
 		pNullString(0, prescanAny), // TransactionalId
 		pInt32(0, prescanAny),      // TransactionTimeoutMs
 		pInt64(3, prescanAny),      // ProducerId
 		pInt16(3, prescanAny),      // ProducerEpoch
 	}},
-	23: {min: 0, max: 4, fields: []prescanField{ // OffsetForLeaderEpoch
+	kmsg.OffsetForLeaderEpoch: {min: 0, max: 4, fields: []prescanField{
 		pInt32(3, prescanAny), // ReplicaId
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny), // Topic
@@ -307,7 +311,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	24: {min: 0, max: 5, fields: []prescanField{ // AddPartitionsToTxn
+	kmsg.AddPartitionsToTxn: {min: 0, max: 5, fields: []prescanField{
 		pString(0, 3), // V3AndBelowTransactionalId
 		pInt64(0, 3),  // V3AndBelowProducerId
 		pInt16(0, 3),  // V3AndBelowProducerEpoch
@@ -326,19 +330,19 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	25: {min: 0, max: 4, fields: []prescanField{ // AddOffsetsToTxn
+	kmsg.AddOffsetsToTxn: {min: 0, max: 4, fields: []prescanField{
 		pString(0, prescanAny), // TransactionalId
 		pInt64(0, prescanAny),  // ProducerId
 		pInt16(0, prescanAny),  // ProducerEpoch
 		pString(0, prescanAny), // GroupId
 	}},
-	26: {min: 0, max: 5, fields: []prescanField{ // EndTxn
+	kmsg.EndTxn: {min: 0, max: 5, fields: []prescanField{
 		pString(0, prescanAny), // TransactionalId
 		pInt64(0, prescanAny),  // ProducerId
 		pInt16(0, prescanAny),  // ProducerEpoch
 		pBool(0, prescanAny),   // Committed
 	}},
-	28: {min: 0, max: 6, fields: []prescanField{ // TxnOffsetCommit
+	kmsg.TxnOffsetCommit: {min: 0, max: 6, fields: []prescanField{
 		pString(0, prescanAny),     // TransactionalId
 		pString(0, prescanAny),     // GroupId
 		pInt64(0, prescanAny),      // ProducerId
@@ -357,7 +361,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	32: {min: 0, max: 4, fields: []prescanField{ // DescribeConfigs
+	kmsg.DescribeConfigs: {min: 0, max: 4, fields: []prescanField{
 		pStructs(0, prescanAny, // Resources
 			pInt8(0, prescanAny),                          // ResourceType
 			pString(0, prescanAny),                        // ResourceName
@@ -366,10 +370,10 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pBool(1, prescanAny), // IncludeSynonyms
 		pBool(3, prescanAny), // IncludeDocumentation
 	}},
-	36: {min: 0, max: 2, fields: []prescanField{ // SaslAuthenticate
+	kmsg.SASLAuthenticate: {min: 0, max: 2, fields: []prescanField{
 		pBytes(0, prescanAny), // AuthBytes
 	}},
-	37: {min: 0, max: 3, fields: []prescanField{ // CreatePartitions
+	kmsg.CreatePartitions: {min: 0, max: 3, fields: []prescanField{
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny), // Name
 			pInt32(0, prescanAny),  // Count
@@ -380,10 +384,10 @@ var prescanSchemas = map[int16]*prescanSchema{
 		pInt32(0, prescanAny), // TimeoutMs
 		pBool(0, prescanAny),  // ValidateOnly
 	}},
-	42: {min: 0, max: 3, fields: []prescanField{ // DeleteGroups
+	kmsg.DeleteGroups: {min: 0, max: 3, fields: []prescanField{
 		pArray(0, prescanAny, pString(0, prescanAny)), // GroupsNames
 	}},
-	44: {min: 0, max: 1, fields: []prescanField{ // IncrementalAlterConfigs
+	kmsg.IncrementalAlterConfigs: {min: 0, max: 1, fields: []prescanField{
 		pStructs(0, prescanAny, // Resources
 			pInt8(0, prescanAny),   // ResourceType
 			pString(0, prescanAny), // ResourceName
@@ -395,7 +399,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 		),
 		pBool(0, prescanAny), // ValidateOnly
 	}},
-	47: {min: 0, max: 0, fields: []prescanField{ // OffsetDelete
+	kmsg.OffsetDelete: {min: 0, max: 0, fields: []prescanField{
 		pString(0, prescanAny), // GroupId
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny), // Name
@@ -404,27 +408,27 @@ var prescanSchemas = map[int16]*prescanSchema{
 			),
 		),
 	}},
-	60: {min: 0, max: 2, fields: []prescanField{ // DescribeCluster
+	kmsg.DescribeCluster: {min: 0, max: 2, fields: []prescanField{
 		pBool(0, prescanAny), // IncludeClusterAuthorizedOperations
 		pInt8(1, prescanAny), // EndpointType
 		pBool(2, prescanAny), // IncludeFencedBrokers
 	}},
-	61: {min: 0, max: 0, fields: []prescanField{ // DescribeProducers
+	kmsg.DescribeProducers: {min: 0, max: 0, fields: []prescanField{
 		pStructs(0, prescanAny, // Topics
 			pString(0, prescanAny),                       // Name
 			pArray(0, prescanAny, pInt32(0, prescanAny)), // PartitionIndexes
 		),
 	}},
-	65: {min: 0, max: 0, fields: []prescanField{ // DescribeTransactions
+	kmsg.DescribeTransactions: {min: 0, max: 0, fields: []prescanField{
 		pArray(0, prescanAny, pString(0, prescanAny)), // TransactionalIds
 	}},
-	66: {min: 0, max: 2, fields: []prescanField{ // ListTransactions
+	kmsg.ListTransactions: {min: 0, max: 2, fields: []prescanField{
 		pArray(0, prescanAny, pString(0, prescanAny)), // StateFilters
 		pArray(0, prescanAny, pInt64(0, prescanAny)),  // ProducerIdFilters
 		pInt64(1, prescanAny),                         // DurationFilter
 		pNullString(2, prescanAny),                    // TransactionalIdPattern
 	}},
-	68: {min: 0, max: 1, fields: []prescanField{ // ConsumerGroupHeartbeat
+	kmsg.ConsumerGroupHeartbeat: {min: 0, max: 1, fields: []prescanField{
 		pString(0, prescanAny),                        // GroupId
 		pString(0, prescanAny),                        // MemberId
 		pInt32(0, prescanAny),                         // MemberEpoch
@@ -443,7 +447,7 @@ var prescanSchemas = map[int16]*prescanSchema{
 
 // HasPrescanner reports whether PrescanRequest knows key.
 func HasPrescanner(key int16) bool {
-	return prescanSchemas[key] != nil
+	return prescanSchemas[kmsg.Key(key)] != nil
 }
 
 // PrescanRequest checks a request body (the bytes after the request header, i.e. after the
@@ -469,7 +473,7 @@ func PrescanValues(key, version int16, body []byte) (values int, err error) {
 
 // prescan is PrescanRequest, returning the scanner: where the body's fields end, and the values.
 func prescan(key, version int16, body []byte) (scanner, error) {
-	sc := prescanSchemas[key]
+	sc := prescanSchemas[kmsg.Key(key)]
 	if sc == nil {
 		return scanner{}, malformed("no pre-scanner for API key %d", key)
 	}

@@ -17,7 +17,7 @@ import (
 func prescanKeys() []int16 {
 	keys := make([]int16, 0, len(prescanSchemas))
 	for k := range prescanSchemas {
-		keys = append(keys, k)
+		keys = append(keys, k.Int16())
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
@@ -128,7 +128,7 @@ func TestPrescanMatchesKmsg(t *testing.T) {
 	}
 	defer func() { prescanUnknownTag = nil }()
 	for _, key := range prescanKeys() {
-		sc := prescanSchemas[key]
+		sc := prescanSchemas[kmsg.Key(key)]
 		req := kmsg.RequestForKey(key)
 		if req == nil || sc.max != req.MaxVersion() {
 			t.Errorf("key %d: the table knows versions up to %d, kmsg up to %d: update the table", key, sc.max, req.MaxVersion())
@@ -181,7 +181,7 @@ func TestPrescanUnknownKeysAndVersions(t *testing.T) {
 		t.Error("HasPrescanner knows keys it has no table for")
 	}
 	// Bytes after the last field are kmsg's to ignore.
-	if err := PrescanRequest(17, 1, []byte{0, 5, 'P', 'L', 'A', 'I', 'N', 0xff}); err != nil {
+	if err := PrescanRequest(kmsg.SASLHandshake.Int16(), 1, []byte{0, 5, 'P', 'L', 'A', 'I', 'N', 0xff}); err != nil {
 		t.Errorf("trailing byte: %v", err)
 	}
 }
@@ -296,8 +296,8 @@ func TestPrescanRealisticRequests(t *testing.T) {
 	for _, tc := range []struct {
 		key    int16
 		sample func(int16, string) kmsg.Request
-	}{{0, sampleProduce}, {1, sampleFetch}, {18, sampleApiVersions}} {
-		for v := int16(0); v <= prescanSchemas[tc.key].max; v++ {
+	}{{kmsg.Produce.Int16(), sampleProduce}, {kmsg.Fetch.Int16(), sampleFetch}, {kmsg.ApiVersions.Int16(), sampleApiVersions}} {
+		for v := int16(0); v <= prescanSchemas[kmsg.Key(tc.key)].max; v++ {
 			body := tc.sample(v, "").AppendTo(nil)
 			if sc, err := prescan(tc.key, v, body); err != nil || sc.off != len(body) {
 				t.Errorf("%s v%d: read %d of %d bytes, %v", kmsg.NameForKey(tc.key), v, sc.off, len(body), err)
@@ -314,7 +314,7 @@ func TestPrescanRealisticRequests(t *testing.T) {
 func TestPrescanRefusesHostileTagCounts(t *testing.T) {
 	frame, _ := hex.DecodeString(hostileApiVersions)
 	key, version, body := requestBody(t, frame)
-	if key != 18 || version != 3 || len(body) != 9 {
+	if key != kmsg.ApiVersions.Int16() || version != 3 || len(body) != 9 {
 		t.Fatalf("frame: key %d v%d body %x", key, version, body)
 	}
 	if err := PrescanRequest(key, version, body); !errors.Is(err, ErrMalformed) {
@@ -326,15 +326,15 @@ func TestPrescanRefusesHostileTagCounts(t *testing.T) {
 		sample func(int16, string) kmsg.Request
 		mark   string
 	}
-	places := []place{{18, 3, sampleApiVersions, "top"}}
+	places := []place{{kmsg.ApiVersions.Int16(), 3, sampleApiVersions, "top"}}
 	for _, m := range []string{"top", "topic", "partition"} {
-		places = append(places, place{0, 9, sampleProduce, m})
+		places = append(places, place{kmsg.Produce.Int16(), 9, sampleProduce, m})
 	}
 	for _, m := range []string{"top", "replica state", "topic", "partition", "forgotten"} {
-		places = append(places, place{1, 12, sampleFetch, m})
+		places = append(places, place{kmsg.Fetch.Int16(), 12, sampleFetch, m})
 	}
 	for _, p := range places {
-		for v := p.from; v <= prescanSchemas[p.key].max; v++ {
+		for v := p.from; v <= prescanSchemas[kmsg.Key(p.key)].max; v++ {
 			if p.mark == "replica state" && v < 15 {
 				continue // kmsg writes the ReplicaState tag from v15
 			}
@@ -375,17 +375,17 @@ func TestPrescanIsLinear(t *testing.T) {
 	// Produce v9: null transactional id, acks -1, timeout 0, no topics, the tags.
 	produce := append([]byte{0, 0xff, 0xff, 0, 0, 0, 0, 1}, tags...)
 	start := time.Now()
-	if err := PrescanRequest(0, 9, produce); err != nil {
+	if err := PrescanRequest(kmsg.Produce.Int16(), 9, produce); err != nil {
 		t.Fatal(err)
 	}
 	// Fetch v4: 17 bytes of fields, then n/6 topics of an empty name and no partitions.
 	fetch := binary.BigEndian.AppendUint32(make([]byte, 17), n/6)
 	fetch = append(fetch, make([]byte, n/6*6)...)
-	if err := PrescanRequest(1, 4, fetch); err != nil {
+	if err := PrescanRequest(kmsg.Fetch.Int16(), 4, fetch); err != nil {
 		t.Fatal(err)
 	}
 	binary.BigEndian.PutUint32(fetch[17:], n/6+1)
-	if err := PrescanRequest(1, 4, fetch); err == nil {
+	if err := PrescanRequest(kmsg.Fetch.Int16(), 4, fetch); err == nil {
 		t.Fatal("an array longer than the body is accepted")
 	}
 	if d := time.Since(start); d > time.Second {
@@ -403,10 +403,10 @@ func fetchReplicaState(tags []byte) []byte {
 }
 
 func TestPrescanReplicaState(t *testing.T) {
-	if err := PrescanRequest(1, 15, fetchReplicaState([]byte{0})); err != nil {
+	if err := PrescanRequest(kmsg.Fetch.Int16(), 15, fetchReplicaState([]byte{0})); err != nil {
 		t.Error(err)
 	}
-	if err := PrescanRequest(1, 15, fetchReplicaState([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})); err == nil {
+	if err := PrescanRequest(kmsg.Fetch.Int16(), 15, fetchReplicaState([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})); err == nil {
 		t.Error("a tag count of 2^32-1 inside ReplicaState is accepted")
 	}
 }
@@ -415,22 +415,22 @@ func TestPrescanReplicaState(t *testing.T) {
 // error within 2 s (a body kmsg loops on fails the run instead of hanging it).
 func FuzzPrescanRequest(f *testing.F) {
 	for _, key := range prescanKeys() {
-		for v := prescanSchemas[key].min; v <= prescanSchemas[key].max; v++ {
+		for v := prescanSchemas[kmsg.Key(key)].min; v <= prescanSchemas[kmsg.Key(key)].max; v++ {
 			for _, body := range prescanSamples(key, v) {
 				f.Add(key, v, body)
 			}
 		}
 	}
 	frame, _ := hex.DecodeString(hostileApiVersions)
-	f.Add(int16(18), int16(3), frame[17:])
-	f.Add(int16(18), int16(3), []byte{2, 'a', 2, '1', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}) // 10-byte uvarint
-	f.Add(int16(18), int16(3), []byte{2, 'a', 2, '1', 0xff, 0xff, 0xff, 0xff, 0x1f})                               // overflows 32 bits
-	f.Add(int16(18), int16(3), []byte{2, 'a', 2, '1', 0x80, 0x80, 0x80, 0x80, 0x00})                               // 0 in 5 bytes
-	f.Add(int16(17), int16(1), []byte{0x7f, 0xff, 'P'})                                                            // huge string
-	f.Add(int16(0), int16(8), []byte{0xff, 0xff, 0, 1, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff})                        // huge array
-	f.Add(int16(0), int16(9), []byte{0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x07})                           // huge compact array
-	f.Add(int16(1), int16(15), fetchReplicaState([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}))                            // ReplicaState with a huge inner tag count
-	f.Add(int16(1), int16(15), fetchReplicaState([]byte{0x00}))
+	f.Add(kmsg.ApiVersions.Int16(), int16(3), frame[17:])
+	f.Add(kmsg.ApiVersions.Int16(), int16(3), []byte{2, 'a', 2, '1', 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}) // 10-byte uvarint
+	f.Add(kmsg.ApiVersions.Int16(), int16(3), []byte{2, 'a', 2, '1', 0xff, 0xff, 0xff, 0xff, 0x1f})                               // overflows 32 bits
+	f.Add(kmsg.ApiVersions.Int16(), int16(3), []byte{2, 'a', 2, '1', 0x80, 0x80, 0x80, 0x80, 0x00})                               // 0 in 5 bytes
+	f.Add(kmsg.SASLHandshake.Int16(), int16(1), []byte{0x7f, 0xff, 'P'})                                                          // huge string
+	f.Add(kmsg.Produce.Int16(), int16(8), []byte{0xff, 0xff, 0, 1, 0, 0, 0, 1, 0x7f, 0xff, 0xff, 0xff})                           // huge array
+	f.Add(kmsg.Produce.Int16(), int16(9), []byte{0, 0, 1, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x07})                              // huge compact array
+	f.Add(kmsg.Fetch.Int16(), int16(15), fetchReplicaState([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}))                                 // ReplicaState with a huge inner tag count
+	f.Add(kmsg.Fetch.Int16(), int16(15), fetchReplicaState([]byte{0x00}))
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		checkPrescanned(t, key, version, body)
 	})

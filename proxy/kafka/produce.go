@@ -1,5 +1,7 @@
 package kafka
 
+import "github.com/twmb/franz-go/pkg/kmsg"
+
 // Produce responses are the one rewritten response on the hot path: one per produce request.
 // Only their top-level tagged field 0, NodeEndpoints (v10+, sent when a partition's leader
 // moved), holds addresses. produceHasNodeEndpoints walks the response without decoding it, so the
@@ -10,7 +12,7 @@ package kafka
 // of a flexible version carries NodeEndpoints. An error means the body does not follow the
 // layout this scanner knows; the caller decodes it with kmsg instead.
 func produceHasNodeEndpoints(version int16, body []byte) (bool, error) {
-	if !Flexible(KeyProduce, version) {
+	if !Flexible(kmsg.Produce.Int16(), version) {
 		return false, errScan
 	}
 	s := &scanner{b: body}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -11,7 +12,7 @@ import (
 // leader (a tagged field of its own), and NodeEndpoints.
 func TestProduceHasNodeEndpoints(t *testing.T) {
 	msg := "leader moved"
-	for v := int16(9); v <= MaxVersion(KeyProduce); v++ {
+	for v := int16(9); v <= MaxVersion(kmsg.Produce.Int16()); v++ {
 		for _, withEndpoints := range []bool{false, true} {
 			for _, busy := range []bool{false, true} {
 				r := kmsg.NewPtrProduceResponse()
@@ -25,7 +26,7 @@ func TestProduceHasNodeEndpoints(t *testing.T) {
 						pp := kmsg.NewProduceResponseTopicPartition()
 						pp.Partition, pp.BaseOffset, pp.LogAppendTime = pi, 1<<40, -1
 						if busy {
-							pp.ErrorCode = 6
+							pp.ErrorCode = kerr.NotLeaderForPartition.Code
 							pp.ErrorMessage = &msg
 							pp.ErrorRecords = []kmsg.ProduceResponseTopicPartitionErrorRecord{{RelativeOffset: 3, ErrorMessage: &msg}}
 							pp.CurrentLeader.LeaderID, pp.CurrentLeader.LeaderEpoch = 2, 7

@@ -23,17 +23,6 @@ import (
 //     UpdateRaftVoter (82) are controller-to-controller APIs that a broker listener does not
 //     serve; should a target answer them anyway, their leader endpoints are removed.
 
-// API keys whose responses are redacted.
-const (
-	KeyDescribeConfigs  int16 = 32
-	KeyVote             int16 = 52
-	KeyBeginQuorumEpoch int16 = 53
-	KeyEndQuorumEpoch   int16 = 54
-	KeyDescribeQuorum   int16 = 55
-	KeyFetchSnapshot    int16 = 59
-	KeyUpdateRaftVoter  int16 = 82
-)
-
 // AddressConfig reports whether a Kafka config of this name holds host names or addresses
 // (listeners, bootstrap servers, quorum voters, ZooKeeper connect strings and the legacy host
 // and port settings), whatever its prefix: listener- and plugin-prefixed variants

@@ -21,29 +21,29 @@ import (
 // finds these by reflection, so a host field in a new kmsg release fails the test until it is
 // placed here.
 var addressResponses = map[int16]string{
-	KeyProduce:          "rewrite",
-	KeyFetch:            "rewrite",
-	KeyMetadata:         "rewrite",
-	KeyFindCoordinator:  "rewrite",
-	KeyDescribeCluster:  "rewrite",
-	KeyShareFetch:       "rewrite",
-	KeyShareAcknowledge: "rewrite",
-	KeyDescribeConfigs:  "redact",
-	KeyDescribeQuorum:   "redact",
-	KeyVote:             "redact",
-	KeyBeginQuorumEpoch: "redact",
-	KeyEndQuorumEpoch:   "redact",
-	KeyFetchSnapshot:    "redact",
-	KeyUpdateRaftVoter:  "redact",
+	kmsg.Produce.Int16():          "rewrite",
+	kmsg.Fetch.Int16():            "rewrite",
+	kmsg.Metadata.Int16():         "rewrite",
+	kmsg.FindCoordinator.Int16():  "rewrite",
+	kmsg.DescribeCluster.Int16():  "rewrite",
+	kmsg.ShareFetch.Int16():       "rewrite",
+	kmsg.ShareAcknowledge.Int16(): "rewrite",
+	kmsg.DescribeConfigs.Int16():  "redact",
+	kmsg.DescribeQuorum.Int16():   "redact",
+	kmsg.Vote.Int16():             "redact",
+	kmsg.BeginQuorumEpoch.Int16(): "redact",
+	kmsg.EndQuorumEpoch.Int16():   "redact",
+	kmsg.FetchSnapshot.Int16():    "redact",
+	kmsg.UpdateRaftVoter.Int16():  "redact",
 	// Hosts that are not upstream addresses: the client address the broker saw (the proxy's
 	// own), ACL host patterns, and Kafka Streams application endpoints (client data).
-	15: "client", // DescribeGroups ClientHost
-	29: "client", // DescribeACLs Host (an ACL's host pattern)
-	31: "client", // DeleteACLs Host
-	69: "client", // ConsumerGroupDescribe ClientHost
-	77: "client", // ShareGroupDescribe ClientHost
-	88: "client", // StreamsGroupHeartbeat UserEndpoint (application.server)
-	89: "client", // StreamsGroupDescribe ClientHost, UserEndpoint
+	kmsg.DescribeGroups.Int16():        "client", // ClientHost
+	kmsg.DescribeACLs.Int16():          "client", // Host (an ACL's host pattern)
+	kmsg.DeleteACLs.Int16():            "client", // Host
+	kmsg.ConsumerGroupDescribe.Int16(): "client", // ClientHost
+	kmsg.ShareGroupDescribe.Int16():    "client", // ClientHost
+	kmsg.StreamsGroupHeartbeat.Int16(): "client", // UserEndpoint (application.server)
+	kmsg.StreamsGroupDescribe.Int16():  "client", // ClientHost, UserEndpoint
 }
 
 // hostFields lists the fields named Host or ClientHost, or configs (DescribeConfigs), in t.
@@ -107,8 +107,8 @@ const (
 func redactSample(key, version int16) kmsg.Response {
 	hp := fmt.Sprintf("%s:%d", upHost, upPort)
 	var r kmsg.Response
-	switch key {
-	case KeyDescribeConfigs:
+	switch kmsg.Key(key) {
+	case kmsg.DescribeConfigs:
 		c := kmsg.NewPtrDescribeConfigsResponse()
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, "0"
@@ -131,7 +131,7 @@ func redactSample(key, version int16) kmsg.Response {
 		slices.SortFunc(res.Configs, func(a, b kmsg.DescribeConfigsResponseResourceConfig) int { return strings.Compare(a.Name, b.Name) })
 		c.Resources = append(c.Resources, res)
 		r = c
-	case KeyDescribeQuorum:
+	case kmsg.DescribeQuorum:
 		c := kmsg.NewPtrDescribeQuorumResponse()
 		for id := int32(0); id < 3; id++ {
 			n := kmsg.NewDescribeQuorumResponseNode()
@@ -140,23 +140,23 @@ func redactSample(key, version int16) kmsg.Response {
 			c.Nodes = append(c.Nodes, n)
 		}
 		r = c
-	case KeyVote:
+	case kmsg.Vote:
 		c := kmsg.NewPtrVoteResponse()
 		c.NodeEndpoints = []kmsg.VoteResponseNodeEndpoint{{NodeID: 1, Host: upHost, Port: upPort}}
 		r = c
-	case KeyBeginQuorumEpoch:
+	case kmsg.BeginQuorumEpoch:
 		c := kmsg.NewPtrBeginQuorumEpochResponse()
 		c.NodeEndpoints = []kmsg.BeginQuorumEpochResponseNodeEndpoint{{NodeID: 1, Host: upHost, Port: upPort}}
 		r = c
-	case KeyEndQuorumEpoch:
+	case kmsg.EndQuorumEpoch:
 		c := kmsg.NewPtrEndQuorumEpochResponse()
 		c.NodeEndpoints = []kmsg.EndQuorumEpochResponseNodeEndpoint{{NodeID: 1, Host: upHost, Port: upPort}}
 		r = c
-	case KeyFetchSnapshot:
+	case kmsg.FetchSnapshot:
 		c := kmsg.NewPtrFetchSnapshotResponse()
 		c.NodeEndpoints = []kmsg.FetchSnapshotResponseNodeEndpoint{{NodeID: 1, Host: upHost, Port: upPort}}
 		r = c
-	case KeyUpdateRaftVoter:
+	case kmsg.UpdateRaftVoter:
 		c := kmsg.NewPtrUpdateRaftVoterResponse()
 		c.CurrentLeader.LeaderID, c.CurrentLeader.Host, c.CurrentLeader.Port = 1, upHost, upPort
 		r = c
@@ -187,7 +187,7 @@ func leaks(b []byte, host string, port int) []string {
 // output decodes, holds no upstream host or port, keeps what is not an address, and matches
 // testdata/rewrite/<api>.golden.
 func TestRedactGolden(t *testing.T) {
-	for _, key := range []int16{KeyDescribeConfigs, KeyDescribeQuorum, KeyVote, KeyBeginQuorumEpoch, KeyEndQuorumEpoch, KeyFetchSnapshot, KeyUpdateRaftVoter} {
+	for _, key := range []int16{kmsg.DescribeConfigs.Int16(), kmsg.DescribeQuorum.Int16(), kmsg.Vote.Int16(), kmsg.BeginQuorumEpoch.Int16(), kmsg.EndQuorumEpoch.Int16(), kmsg.FetchSnapshot.Int16(), kmsg.UpdateRaftVoter.Int16()} {
 		name := kmsg.NameForKey(key)
 		t.Run(name, func(t *testing.T) {
 			var lines strings.Builder
@@ -274,8 +274,8 @@ func TestRewriteFetchGrowsExactly(t *testing.T) {
 	long := func(id int32, _ string, _ int32) (string, int32) {
 		return fmt.Sprintf("a-rather-long-proxy-broker-%d.kafka.gateway.example.com", id), 9292
 	}
-	for v := int16(16); v <= MaxVersion(KeyFetch); v++ {
-		r := sampleResponse(KeyFetch, v).(*kmsg.FetchResponse)
+	for v := int16(16); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		r := sampleResponse(kmsg.Fetch.Int16(), v).(*kmsg.FetchResponse)
 		r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093}, {NodeID: 2, Host: "10.0.0.3", Port: 9094}}
 		in := frameResponse(r)
 		out, n, err := RewriteFetch(nil, v, in, long)
@@ -284,10 +284,10 @@ func TestRewriteFetchGrowsExactly(t *testing.T) {
 		}
 		// The same through the relay, as one frame below FetchBufferLimit.
 		pending := make(chan Pending, 1)
-		pending <- Pending{Key: KeyFetch, Version: v, CorrelationID: 7}
+		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7}
 		close(pending)
 		var relayed bytes.Buffer
-		if err := CopyResponses(bytes.NewReader(sized(in)), &relayed, pending, 1<<20, long, nil, nil, nil); err != nil {
+		if err := CopyResponses(bytes.NewReader(sized(in)), &relayed, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: long}); err != nil {
 			t.Fatalf("v%d: relay: %v", v, err)
 		}
 		if !bytes.Equal(relayed.Bytes(), sized(out)) {
@@ -300,7 +300,7 @@ func TestRewriteFetchGrowsExactly(t *testing.T) {
 			t.Fatalf("v%d: got %x, want kmsg's encoding of the rewritten response", v, out)
 		}
 	}
-	r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+	r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
 	r.Brokers = nil
 	if out, n, err := RewriteFetch(nil, 16, frameResponse(r), testMap); out != nil || n != 0 || err != nil {
 		t.Fatalf("a response without endpoints: %x %d %v, want it forwarded as is", out, n, err)
@@ -310,16 +310,16 @@ func TestRewriteFetchGrowsExactly(t *testing.T) {
 // TestLargeFetchStillStreams: above FetchBufferLimit the response is streamed at its original
 // length, so endpoints that do not fit are dropped, never leaked.
 func TestLargeFetchStillStreams(t *testing.T) {
-	r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+	r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
 	r.Topics[0].Partitions[0].RecordBatches = make([]byte, FetchBufferLimit)
 	r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093}}
 	in := sized(frameResponse(r))
 	pending := make(chan Pending, 1)
-	pending <- Pending{Key: KeyFetch, Version: 16, CorrelationID: 7}
+	pending <- Pending{Key: kmsg.Fetch.Int16(), Version: 16, CorrelationID: 7}
 	close(pending)
 	var out bytes.Buffer
 	long := func(int32, string, int32) (string, int32) { return strings.Repeat("x", 100), 1 }
-	if err := CopyResponses(bytes.NewReader(in), &out, pending, 8<<20, long, nil, nil, nil); err != nil {
+	if err := CopyResponses(bytes.NewReader(in), &out, pending, RelayOptions{MaxFrame: 8 << 20, Addresses: long}); err != nil {
 		t.Fatal(err)
 	}
 	if out.Len() != len(in) || bytes.Contains(out.Bytes(), []byte("10.0.0.2")) {
@@ -331,8 +331,8 @@ func TestLargeFetchStillStreams(t *testing.T) {
 // output walks again as the same Fetch version. Seeds include huge array and tag counts and
 // varints that overflow.
 func FuzzRewriteFetch(f *testing.F) {
-	for v := int16(16); v <= MaxVersion(KeyFetch); v++ {
-		f.Add(v, frameResponse(sampleResponse(KeyFetch, v)))
+	for v := int16(16); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		f.Add(v, frameResponse(sampleResponse(kmsg.Fetch.Int16(), v)))
 	}
 	corr := []byte{0, 0, 0, 7}
 	body := []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}                                                                                    // throttle, error, session

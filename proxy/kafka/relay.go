@@ -68,113 +68,185 @@ var ErrSaslHandshakeV0 = errors.New("SaslHandshake v0 (unframed SASL tokens) is 
 // peekLimit bounds how much of a Produce request is inspected to find acks.
 const peekLimit = 64 << 10
 
+// RelayOptions are what CopyRequests and CopyResponses take besides the two connections and
+// the queue between them. Every field but MaxFrame may be left zero, which turns its feature off.
+type RelayOptions struct {
+	// MaxFrame is the largest frame size (the 4-byte size itself excluded) the relay accepts;
+	// a larger frame is malformed and ends the connection before it is read.
+	MaxFrame int32
+	// BeforeRead, if set, runs before each blocking read of requests (idle deadlines, drain
+	// checks). Only CopyRequests runs it.
+	BeforeRead func() error
+	// Addresses gives the address to advertise for each broker address a response carries.
+	// Only CopyResponses uses it, and needs it as soon as a response carries addresses.
+	Addresses AddressMap
+	// Stats, if set, counts every request and times every response until it has left.
+	Stats Stats
+	// Filters, if set, get the requests they want whole, and those requests' responses (see
+	// Filters); every other frame is copied through.
+	Filters Filters
+	// Splice, if set, moves the bulk of large frames the relay only passes on from the
+	// connection it reads to the one it writes (see Splicer). Each direction has its own.
+	Splice Splicer
+}
+
 // CopyRequests relays request frames from the client to the broker until the client's side
 // ends or fails, through pooled buffers held only while bytes are in flight (buffers.go). For
 // every request that gets a response it queues a Pending before forwarding it; Produce with
 // acks=0 gets no response and is not queued, so nothing leaks. An ApiVersions request newer
-// than the proxy's is answered locally and not forwarded.
-// beforeRead, if set, runs before each blocking read (idle deadlines, drain checks).
-// CopyRequests closes pending when it returns. stats, if set, counts every request.
-//
-// filters, if set, get the requests they want whole (see Filters); the others are copied through.
-// splice, if set, moves the bulk of large requests it only passes on (see Splicer).
-func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, maxFrame int32, beforeRead func() error, stats Stats, filters Filters, splice Splicer) (err error) {
+// than the proxy's is answered locally and not forwarded. CopyRequests closes pending when it
+// returns.
+func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, opts RelayOptions) error {
 	defer close(pending)
-	in, out := &lazyReader{conn: client}, &lazyWriter{conn: broker}
+	r := requestRelay{in: &lazyReader{conn: client}, out: &lazyWriter{conn: broker}, pending: pending, opts: opts}
 	for {
-		if in.buffered() == 0 {
-			if err := out.flush(); err != nil {
-				return err
-			}
-			if beforeRead != nil {
-				if err := beforeRead(); err != nil {
-					return err
-				}
-			}
-			if err := in.waitForBytes(); err != nil {
-				return err
-			}
-		}
-		src, dst := in.reader(), out.writer()
-		hdr, err := src.Peek(12)
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(hdr) == 0 {
-				return io.EOF
-			}
-			if errors.Is(err, io.EOF) {
-				return malformed("request cut short")
-			}
-			return err
-		}
-		size := int32(binary.BigEndian.Uint32(hdr))
-		if size < 8 || size > maxFrame {
-			return malformed("request size %d outside 8..%d", size, maxFrame)
-		}
-		key := int16(binary.BigEndian.Uint16(hdr[4:]))
-		version := int16(binary.BigEndian.Uint16(hdr[6:]))
-		corr := int32(binary.BigEndian.Uint32(hdr[8:]))
-		total := int64(size) + 4
-		var received int64
-		if stats != nil {
-			received = Nanotime()
-			stats.Requested(key)
-		}
-
-		switch {
-		case key == KeyApiVersions && version > MaxVersion(KeyApiVersions):
-			if _, err := src.Discard(int(total)); err != nil {
-				return err
-			}
-			pending <- Pending{Key: key, Version: version, CorrelationID: corr, Local: UnsupportedApiVersions(corr), Received: received}
-			continue
-		case key == KeySaslHandshake && version == 0:
-			return ErrSaslHandshakeV0
-		case NeedsRewrite(key, version) && version > MaxVersion(key):
-			return fmt.Errorf("%s v%d is newer than the proxy can rewrite (v%d); the client ignored ApiVersions", kmsg.NameForKey(key), version, MaxVersion(key))
-		}
-
-		respond := true
-		if key == KeyProduce {
-			n := int(min(total, peekLimit, int64(src.Size())))
-			b, err := src.Peek(n)
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					return malformed("request cut short")
-				}
-				return err
-			}
-			acks, ok, err := ProduceAcks(version, b[4:])
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return malformed("Produce request without acks in its first %d bytes", n)
-			}
-			respond = acks != 0
-		}
-		p := Pending{Key: key, Version: version, CorrelationID: corr, Received: received}
-		if filters != nil && filters.Wants(key) {
-			if err := filterRequest(src, dst, pending, p, total, respond, filters); err != nil {
-				return err
-			}
-			continue
-		}
-		if respond {
-			pending <- p
-		}
-		if err := (mover{src: src, dst: dst, from: in, splice: splice}).pass(total); err != nil {
-			if errors.Is(err, io.EOF) {
-				return malformed("request cut short")
-			}
+		if err := r.relayOne(); err != nil {
 			return err
 		}
 	}
 }
 
+// requestRelay is the state CopyRequests keeps from one request to the next.
+type requestRelay struct {
+	in      *lazyReader
+	out     *lazyWriter
+	pending chan<- Pending
+	opts    RelayOptions
+}
+
+// relayOne waits for the next request if none is buffered, and relays it.
+func (r *requestRelay) relayOne() error {
+	if r.in.buffered() == 0 {
+		if err := r.awaitRequest(); err != nil {
+			return err
+		}
+	}
+	src, dst := r.in.reader(), r.out.writer()
+	p, total, err := readRequestHeader(src, r.opts.MaxFrame)
+	if err != nil {
+		return err
+	}
+	if r.opts.Stats != nil {
+		p.Received = Nanotime()
+		r.opts.Stats.Requested(p.Key)
+	}
+	if handled, err := r.screen(src, p, total); handled || err != nil {
+		return err
+	}
+	respond, err := expectsResponse(src, p, total)
+	if err != nil {
+		return err
+	}
+	return r.forward(src, dst, p, total, respond)
+}
+
+// awaitRequest sends on what was forwarded, then waits for the client's next bytes holding no
+// pooled buffer.
+func (r *requestRelay) awaitRequest() error {
+	if err := r.out.flush(); err != nil {
+		return err
+	}
+	if r.opts.BeforeRead != nil {
+		if err := r.opts.BeforeRead(); err != nil {
+			return err
+		}
+	}
+	return r.in.waitForBytes()
+}
+
+// readRequestHeader peeks at the size and request header of the next frame, leaving them in
+// src, and returns them as a Pending and the frame's length, size included. io.EOF means the
+// client ended the connection between requests.
+func readRequestHeader(src *bufio.Reader, maxFrame int32) (Pending, int64, error) {
+	hdr, err := src.Peek(12)
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(hdr) == 0 {
+			return Pending{}, 0, io.EOF
+		}
+		if errors.Is(err, io.EOF) {
+			return Pending{}, 0, malformed("request cut short")
+		}
+		return Pending{}, 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr))
+	if size < 8 || size > maxFrame {
+		return Pending{}, 0, malformed("request size %d outside 8..%d", size, maxFrame)
+	}
+	p := Pending{
+		Key:           int16(binary.BigEndian.Uint16(hdr[4:])),
+		Version:       int16(binary.BigEndian.Uint16(hdr[6:])),
+		CorrelationID: int32(binary.BigEndian.Uint32(hdr[8:])),
+	}
+	return p, int64(size) + 4, nil
+}
+
+// screen deals with the requests that are not forwarded: an ApiVersions request newer than the
+// proxy's is answered here (handled), and a version the proxy could not follow ends the
+// connection.
+func (r *requestRelay) screen(src *bufio.Reader, p Pending, total int64) (handled bool, err error) {
+	switch {
+	case p.Key == kmsg.ApiVersions.Int16() && p.Version > MaxVersion(p.Key):
+		if _, err := src.Discard(int(total)); err != nil {
+			return true, err
+		}
+		p.Local = UnsupportedApiVersions(p.CorrelationID)
+		r.pending <- p
+		return true, nil
+	case p.Key == kmsg.SASLHandshake.Int16() && p.Version == 0:
+		return true, ErrSaslHandshakeV0
+	case NeedsRewrite(p.Key, p.Version) && p.Version > MaxVersion(p.Key):
+		return true, fmt.Errorf("%s v%d is newer than the proxy can rewrite (v%d); the client ignored ApiVersions", kmsg.NameForKey(p.Key), p.Version, MaxVersion(p.Key))
+	}
+	return false, nil
+}
+
+// expectsResponse reports whether the broker answers the request at the start of src: all
+// but Produce with acks=0 are answered.
+func expectsResponse(src *bufio.Reader, p Pending, total int64) (bool, error) {
+	if p.Key != kmsg.Produce.Int16() {
+		return true, nil
+	}
+	n := int(min(total, peekLimit, int64(src.Size())))
+	b, err := src.Peek(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return false, malformed("request cut short")
+		}
+		return false, err
+	}
+	acks, ok, err := ProduceAcks(p.Version, b[4:])
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, malformed("Produce request without acks in its first %d bytes", n)
+	}
+	return acks != 0, nil
+}
+
+// forward queues p when the request gets a response and sends the request on, through the
+// filters when they want it.
+func (r *requestRelay) forward(src *bufio.Reader, dst *bufio.Writer, p Pending, total int64, respond bool) error {
+	if r.opts.Filters != nil && r.opts.Filters.Wants(p.Key) {
+		return r.filterRequest(src, dst, p, total, respond)
+	}
+	if respond {
+		r.pending <- p
+	}
+	if err := (mover{src: src, dst: dst, from: r.in, splice: r.opts.Splice}).pass(total); err != nil {
+		if errors.Is(err, io.EOF) {
+			return malformed("request cut short")
+		}
+		return err
+	}
+	return nil
+}
+
 // filterRequest reads a request whole and passes it through the filters: their answer is queued
 // as a local response, else the (possibly changed) request is forwarded and its response will go
 // through the filters too. A request without a response (Produce acks=0) gets no answer.
-func filterRequest(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending, p Pending, total int64, respond bool, filters Filters) error {
+func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pending, total int64, respond bool) error {
+	filters := r.opts.Filters
 	if total-4 > int64(filters.MaxFrame()) {
 		return malformed("%s request of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
 	}
@@ -195,13 +267,13 @@ func filterRequest(src *bufio.Reader, dst *bufio.Writer, pending chan<- Pending,
 	if answer != nil {
 		if respond {
 			p.Local = answer
-			pending <- p
+			r.pending <- p
 		}
 		return nil
 	}
 	if respond {
 		p.Filtered, p.State = true, state
-		pending <- p
+		r.pending <- p
 	}
 	_, err = dst.Write(forward)
 	return err
@@ -308,85 +380,111 @@ const maxPooled = 4 << 20
 
 // CopyResponses relays response frames from the broker to the client, one per Pending in
 // order, through pooled buffers held only while bytes are in flight (buffers.go), checking
-// correlation ids. Responses that carry addresses are read whole, rewritten with m and
-// re-framed; all others are copied through in chunks. It returns nil when pending is closed and
-// drained. stats, if set, times every response until it has left.
+// correlation ids. Responses that carry addresses are read whole, rewritten with
+// opts.Addresses and re-framed; all others are copied through in chunks. It returns nil when
+// pending is closed and drained.
 //
-// Responses of filtered requests (Pending.Filtered) are read whole and go through filters first.
-// splice, if set, moves the record data of large responses it only passes on (see Splicer).
-func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, maxFrame int32, m AddressMap, stats Stats, filters Filters, splice Splicer) error {
-	in, out := &lazyReader{conn: broker}, &lazyWriter{conn: client}
-	clock := responseClock{dst: out, stats: stats}
+// Responses of filtered requests (Pending.Filtered) are read whole and go through the filters
+// first.
+func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
+	r := responseRelay{in: &lazyReader{conn: broker}, out: &lazyWriter{conn: client}, opts: opts}
+	r.clock = responseClock{dst: r.out, stats: opts.Stats}
 	for {
-		var p Pending
-		var ok bool
-		select {
-		case p, ok = <-pending:
-		default:
-			if err := clock.flush(); err != nil {
-				return err
-			}
-			in.release()
-			p, ok = <-pending
-		}
-		if !ok {
-			return clock.flush()
-		}
-		if p.Local != nil {
-			if err := clock.add(p); err != nil {
-				return err
-			}
-			if _, err := out.writer().Write(p.Local); err != nil {
-				return err
-			}
-			continue
-		}
-		if in.buffered() == 0 {
-			if err := clock.flush(); err != nil {
-				return err
-			}
-		}
-		if err := clock.add(p); err != nil {
-			return err
-		}
-		// A broker may hold a Fetch for its max wait: the connection waits without buffers.
-		var hdr []byte
-		err := in.waitForBytes()
-		if err == nil {
-			hdr, err = in.reader().Peek(8)
-		}
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("broker closed the connection with %s (correlation id %d) unanswered", kmsg.NameForKey(p.Key), p.CorrelationID)
-		}
+		p, ok, err := r.nextPending(pending)
 		if err != nil {
 			return err
 		}
-		src, dst := in.reader(), out.writer()
-		size := int32(binary.BigEndian.Uint32(hdr))
-		corr := int32(binary.BigEndian.Uint32(hdr[4:]))
-		if size < 4 || size > maxFrame {
-			return malformed("response size %d outside 4..%d", size, maxFrame)
+		if !ok {
+			return r.clock.flush()
 		}
-		if corr != p.CorrelationID {
-			return malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
-		}
-		total := int64(size) + 4
-		mv := mover{src: src, dst: dst, from: in, splice: splice}
-		if p.Filtered && filters != nil {
-			if err := filterResponse(src, dst, p, total, m, stats, filters); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := relayResponse(mv, p, total, m, stats); err != nil {
+		if err := r.relayOne(p); err != nil {
 			return err
 		}
 	}
 }
 
+// responseRelay is the state CopyResponses keeps from one response to the next.
+type responseRelay struct {
+	in    *lazyReader
+	out   *lazyWriter
+	clock responseClock
+	opts  RelayOptions
+}
+
+// nextPending takes the next Pending; when none is queued yet, it first sends what was written
+// and gives the read buffer back if it is empty, so a quiet connection holds neither.
+func (r *responseRelay) nextPending(pending <-chan Pending) (p Pending, ok bool, err error) {
+	select {
+	case p, ok = <-pending:
+		return p, ok, nil
+	default:
+	}
+	if err := r.clock.flush(); err != nil {
+		return Pending{}, false, err
+	}
+	r.in.release()
+	p, ok = <-pending
+	return p, ok, nil
+}
+
+// relayOne writes p's local answer, or relays the broker's response to p.
+func (r *responseRelay) relayOne(p Pending) error {
+	if p.Local != nil {
+		if err := r.clock.add(p); err != nil {
+			return err
+		}
+		_, err := r.out.writer().Write(p.Local)
+		return err
+	}
+	if r.in.buffered() == 0 {
+		if err := r.clock.flush(); err != nil {
+			return err
+		}
+	}
+	if err := r.clock.add(p); err != nil {
+		return err
+	}
+	total, err := r.awaitResponse(p)
+	if err != nil {
+		return err
+	}
+	src, dst := r.in.reader(), r.out.writer()
+	if p.Filtered && r.opts.Filters != nil {
+		return r.filterResponse(src, dst, p, total)
+	}
+	return r.relayResponse(mover{src: src, dst: dst, from: r.in, splice: r.opts.Splice}, p, total)
+}
+
+// awaitResponse waits for the response to p and checks its size and correlation id, leaving
+// them in the read buffer; it returns the frame's length, size included. A broker may hold a
+// Fetch for its max wait: the connection waits without a pooled buffer.
+func (r *responseRelay) awaitResponse(p Pending) (int64, error) {
+	var hdr []byte
+	err := r.in.waitForBytes()
+	if err == nil {
+		hdr, err = r.in.reader().Peek(8)
+	}
+	if errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("broker closed the connection with %s (correlation id %d) unanswered", kmsg.NameForKey(p.Key), p.CorrelationID)
+	}
+	if err != nil {
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(hdr))
+	corr := int32(binary.BigEndian.Uint32(hdr[4:]))
+	if size < 4 || size > r.opts.MaxFrame {
+		return 0, malformed("response size %d outside 4..%d", size, r.opts.MaxFrame)
+	}
+	if corr != p.CorrelationID {
+		return 0, malformed("response correlation id %d, expected %d for %s", corr, p.CorrelationID, kmsg.NameForKey(p.Key))
+	}
+	return int64(size) + 4, nil
+}
+
 // filterResponse reads a response whole, passes it through the filters, and relays what they
 // make of it on the usual path, address rewriting included.
-func filterResponse(src *bufio.Reader, dst io.Writer, p Pending, total int64, m AddressMap, stats Stats, filters Filters) error {
+func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pending, total int64) error {
+	filters := r.opts.Filters
 	if total-4 > int64(filters.MaxFrame()) {
 		return malformed("%s response of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
 	}
@@ -400,14 +498,15 @@ func filterResponse(src *bufio.Reader, dst io.Writer, p Pending, total int64, m 
 		return err
 	}
 	mv := mover{src: bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), dst: dst}
-	return relayResponse(mv, p, int64(len(frame)), m, stats)
+	return r.relayResponse(mv, p, int64(len(frame)))
 }
 
 // relayResponse relays one response frame of total bytes through mv: a large Fetch v16+
 // streamed, one that carries addresses rewritten, the others passed on.
-func relayResponse(mv mover, p Pending, total int64, m AddressMap, stats Stats) error {
-	if p.Key == KeyFetch && p.Version >= 16 && total > FetchBufferLimit {
-		n, dropped, err := streamFetch(mv, p.Version, total, m)
+func (r *responseRelay) relayResponse(mv mover, p Pending, total int64) error {
+	stats := r.opts.Stats
+	if p.Key == kmsg.Fetch.Int16() && p.Version >= 16 && total > FetchBufferLimit {
+		n, dropped, err := streamFetch(mv, p.Version, total, r.opts.Addresses)
 		if err != nil {
 			return err
 		}
@@ -422,16 +521,14 @@ func relayResponse(mv mover, p Pending, total int64, m AddressMap, stats Stats) 
 	if !NeedsRewrite(p.Key, p.Version) {
 		return mv.pass(total)
 	}
-	return rewriteOne(mv.src, mv.dst, p, int(total), m, stats)
+	return rewriteOne(mv.src, mv.dst, p, int(total), r.opts.Addresses, stats)
 }
 
+// rewriteOne reads one response frame of total bytes whole, rewrites the addresses in it and
+// writes the result, or the frame as read when nothing changed.
 func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m AddressMap, stats Stats) error {
 	bp := bufPool.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooled {
-			bufPool.Put(bp)
-		}
-	}()
+	defer putBuf(bp)
 	in := *bp
 	if cap(in) < total {
 		in = make([]byte, total)
@@ -441,22 +538,9 @@ func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m Addres
 		return err
 	}
 	ob := bufPool.Get().(*[]byte)
-	defer func() {
-		if cap(*ob) <= maxPooled {
-			bufPool.Put(ob)
-		}
-	}()
-	var out []byte
-	var err error
-	n := 0
-	switch p.Key {
-	case KeyApiVersions:
-		out, err = RewriteApiVersions(append((*ob)[:0], 0, 0, 0, 0), p.Version, in[4:])
-	case KeyFetch:
-		out, n, err = RewriteFetch(append((*ob)[:0], 0, 0, 0, 0), p.Version, in[4:], m)
-	default:
-		out, n, err = RewriteResponse(append((*ob)[:0], 0, 0, 0, 0), p.Key, p.Version, in[4:], m)
-	}
+	defer putBuf(ob)
+	// The rewritten frame is built after 4 bytes left for its size, known once it is built.
+	out, n, err := rewriteFrame(append((*ob)[:0], 0, 0, 0, 0), p, in[4:], m)
 	if out != nil {
 		*ob = out[:0]
 	}
@@ -477,4 +561,25 @@ func rewriteOne(src *bufio.Reader, dst io.Writer, p Pending, total int, m Addres
 	}
 	*bp = in[:0]
 	return err
+}
+
+// rewriteFrame appends the rewritten form of the response frame (the bytes after the size) to
+// dst, with the number of addresses rewritten; nil when the frame goes out as it is.
+func rewriteFrame(dst []byte, p Pending, frame []byte, m AddressMap) ([]byte, int, error) {
+	switch kmsg.Key(p.Key) {
+	case kmsg.ApiVersions:
+		out, err := RewriteApiVersions(dst, p.Version, frame)
+		return out, 0, err
+	case kmsg.Fetch:
+		return RewriteFetch(dst, p.Version, frame, m)
+	default:
+		return RewriteResponse(dst, p.Key, p.Version, frame, m)
+	}
+}
+
+// putBuf gives a buffer from bufPool back, unless a huge frame made it too large to keep.
+func putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooled {
+		bufPool.Put(bp)
+	}
 }

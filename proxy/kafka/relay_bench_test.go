@@ -16,7 +16,7 @@ import (
 func BenchmarkCopyFetchResponse(b *testing.B) {
 	for _, size := range []int{4 << 10, 64 << 10, 250 << 10, 1 << 20, 8 << 20} {
 		for _, eps := range []bool{false, true} {
-			r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+			r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
 			r.Topics[0].Partitions[0].RecordBatches = make([]byte, size)
 			if !eps {
 				r.Brokers = nil
@@ -34,9 +34,9 @@ func BenchmarkCopyFetchResponse(b *testing.B) {
 					for b.Loop() {
 						src.Reset(frame)
 						pending := make(chan Pending, 1)
-						pending <- Pending{Key: KeyFetch, Version: 16, CorrelationID: 7}
+						pending <- Pending{Key: kmsg.Fetch.Int16(), Version: 16, CorrelationID: 7}
 						close(pending)
-						if err := CopyResponses(src, io.Discard, pending, 64<<20, testMap, nil, nil, nil); err != nil {
+						if err := CopyResponses(src, io.Discard, pending, RelayOptions{MaxFrame: 64 << 20, Addresses: testMap}); err != nil {
 							b.Fatal(err)
 						}
 					}

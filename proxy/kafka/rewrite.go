@@ -28,24 +28,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// API keys the proxy handles itself.
-const (
-	KeyProduce          int16 = 0
-	KeyFetch            int16 = 1
-	KeyMetadata         int16 = 3
-	KeyFindCoordinator  int16 = 10
-	KeySaslHandshake    int16 = 17
-	KeyApiVersions      int16 = 18
-	KeyDescribeCluster  int16 = 60
-	KeyShareFetch       int16 = 78
-	KeyShareAcknowledge int16 = 79
-)
-
-// ErrUnsupportedVersion is the Kafka error code UNSUPPORTED_VERSION.
-const ErrUnsupportedVersion int16 = 35
 
 // maxKey bounds the lookup tables; kmsg knows keys well below it.
 const maxKey = 128
@@ -94,15 +79,15 @@ func Flexible(key, version int16) bool {
 
 // NeedsRewrite reports whether the response to key at version must be decoded and rewritten.
 func NeedsRewrite(key, version int16) bool {
-	switch key {
-	case KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge, KeyApiVersions,
-		KeyDescribeConfigs, KeyVote, KeyBeginQuorumEpoch, KeyEndQuorumEpoch, KeyFetchSnapshot, KeyUpdateRaftVoter:
+	switch kmsg.Key(key) {
+	case kmsg.Metadata, kmsg.FindCoordinator, kmsg.DescribeCluster, kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.ApiVersions,
+		kmsg.DescribeConfigs, kmsg.Vote, kmsg.BeginQuorumEpoch, kmsg.EndQuorumEpoch, kmsg.FetchSnapshot, kmsg.UpdateRaftVoter:
 		return true
-	case KeyDescribeQuorum:
+	case kmsg.DescribeQuorum:
 		return version >= 2
-	case KeyProduce:
+	case kmsg.Produce:
 		return version >= 10
-	case KeyFetch:
+	case kmsg.Fetch:
 		return version >= 16
 	}
 	return false
@@ -126,7 +111,7 @@ func responseHeaderLen(key, version int16, frame []byte) (int, error) {
 	if len(frame) < 4 {
 		return 0, malformed("response shorter than a correlation id")
 	}
-	if key == KeyApiVersions || !Flexible(key, version) {
+	if key == kmsg.ApiVersions.Int16() || !Flexible(key, version) {
 		return 4, nil
 	}
 	n, err := skipTags(frame[4:])
@@ -141,7 +126,7 @@ func responseHeaderLen(key, version int16, frame []byte) (int, error) {
 // the new frame, without size, to dst and returns it with the number of addresses rewritten.
 // When nothing needs to change it returns a nil slice, and the caller forwards the original.
 func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
-	if !NeedsRewrite(key, version) || key == KeyApiVersions {
+	if !NeedsRewrite(key, version) || key == kmsg.ApiVersions.Int16() {
 		return nil, 0, nil
 	}
 	if version > MaxVersion(key) || version < 0 {
@@ -151,7 +136,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	if err != nil {
 		return nil, 0, err
 	}
-	if key == KeyProduce {
+	if key == kmsg.Produce.Int16() {
 		// The common Produce response carries no endpoints: forward it without decoding.
 		if has, err := produceHasNodeEndpoints(version, frame[hl:]); err == nil && !has {
 			return nil, 0, nil
@@ -164,6 +149,18 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	if err := DecodeBounded(frame[hl:], resp.(kmsg.UnsafeReadFrom).UnsafeReadFrom); err != nil {
 		return nil, 0, malformed("%s v%d: %v", kmsg.NameForKey(key), version, err)
 	}
+	n := rewriteAddresses(resp, m)
+	if n == 0 {
+		return nil, 0, nil
+	}
+	dst = append(dst, frame[:hl]...)
+	dst = resp.AppendTo(dst)
+	return dst, n, nil
+}
+
+// rewriteAddresses gives every broker in resp the address m returns and redacts the addresses
+// of nodes the proxy does not route (redact.go); it returns how many values it changed.
+func rewriteAddresses(resp kmsg.Response, m AddressMap) int {
 	n := 0
 	rw := func(id int32, host *string, port *int32) {
 		if id < 0 {
@@ -182,7 +179,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 			rw(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
 		}
 	case *kmsg.FindCoordinatorResponse:
-		if version < 4 {
+		if r.Version < 4 {
 			if r.ErrorCode == 0 {
 				rw(r.NodeID, &r.Host, &r.Port)
 			}
@@ -209,12 +206,7 @@ func RewriteResponse(dst []byte, key, version int16, frame []byte, m AddressMap)
 	default:
 		n = redact(resp)
 	}
-	if n == 0 {
-		return nil, 0, nil
-	}
-	dst = append(dst, frame[:hl]...)
-	dst = resp.AppendTo(dst)
-	return dst, n, nil
+	return n
 }
 
 // RewriteApiVersions intersects an ApiVersions response frame (after the size) with the
@@ -225,10 +217,10 @@ func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error)
 	if len(frame) < 6 {
 		return nil, malformed("ApiVersions response too short")
 	}
-	if version > MaxVersion(KeyApiVersions) || version < 0 {
+	if version > MaxVersion(kmsg.ApiVersions.Int16()) || version < 0 {
 		return nil, fmt.Errorf("cannot decode ApiVersions v%d", version)
 	}
-	if int16(binary.BigEndian.Uint16(frame[4:])) == ErrUnsupportedVersion {
+	if int16(binary.BigEndian.Uint16(frame[4:])) == kerr.UnsupportedVersion.Code {
 		version = 0
 	}
 	var r kmsg.ApiVersionsResponse
@@ -257,8 +249,8 @@ func RewriteApiVersions(dst []byte, version int16, frame []byte) ([]byte, error)
 // ApiVersions request newer than the proxy's: UNSUPPORTED_VERSION in v0 form, listing the
 // ApiVersions versions the proxy speaks, as a broker does.
 func UnsupportedApiVersions(correlationID int32) []byte {
-	r := kmsg.ApiVersionsResponse{Version: 0, ErrorCode: ErrUnsupportedVersion,
-		ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyApiVersions, MinVersion: 0, MaxVersion: MaxVersion(KeyApiVersions)}}}
+	r := kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code,
+		ApiKeys: []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: MaxVersion(kmsg.ApiVersions.Int16())}}}
 	b := make([]byte, 8, 32)
 	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
 	b = r.AppendTo(b)
@@ -266,15 +258,12 @@ func UnsupportedApiVersions(correlationID int32) []byte {
 	return b
 }
 
-// ErrBrokerNotAvailable is Kafka's BROKER_NOT_AVAILABLE, which clients retry.
-const ErrBrokerNotAvailable int16 = 8
-
 // ApiVersionsError is a whole ApiVersions response frame, in the request's version (clamped
 // to what the proxy speaks), carrying only an error code: the answer the proxy gives itself when
 // there is no broker to forward a connection's first request to.
 func ApiVersionsError(correlationID int32, version, code int16) []byte {
 	r := kmsg.NewPtrApiVersionsResponse()
-	r.SetVersion(min(max(version, 0), MaxVersion(KeyApiVersions)))
+	r.SetVersion(min(max(version, 0), MaxVersion(kmsg.ApiVersions.Int16())))
 	r.ErrorCode = code
 	b := make([]byte, 8, 32)
 	binary.BigEndian.PutUint32(b[4:], uint32(correlationID))
@@ -289,70 +278,89 @@ func ProduceAcks(version int16, frame []byte) (acks int16, ok bool, err error) {
 	if len(frame) < 10 {
 		return 0, false, nil
 	}
-	off := 8
+	f := acksFinder{b: frame, off: 8} // past api key, version and correlation id
+	flexible := Flexible(kmsg.Produce.Int16(), version)
 	// Request header v1 and v2 both carry client_id as a classic nullable string.
-	// Every length read below is compared with the bytes left before off moves, so off stays
-	// within 0..len(frame) whatever the lengths say (a uvarint length can be up to 2^64-1).
-	cl := int16(binary.BigEndian.Uint16(frame[off:]))
-	off += 2
-	if cl > 0 {
-		if int(cl) > len(frame)-off {
-			return 0, false, nil
-		}
-		off += int(cl)
-	} else if cl < -1 {
-		return 0, false, malformed("negative client id length")
+	ok, err = f.skipNullableString("client id")
+	if ok && flexible {
+		ok, err = f.skipHeaderTags()
 	}
-	flexible := Flexible(KeyProduce, version)
-	if flexible {
-		if off >= len(frame) {
-			return 0, false, nil
-		}
-		n, err := skipTags(frame[off:])
-		if err != nil {
-			// The tags may continue beyond the bytes given.
-			if len(frame) < 64<<10 {
-				return 0, false, nil
-			}
-			return 0, false, err
-		}
-		off += n
-	}
-	if version >= 3 { // transactional_id
-		if off >= len(frame) {
-			return 0, false, nil
-		}
+	if ok && version >= 3 {
 		if flexible {
-			l, n := binary.Uvarint(frame[off:])
-			if n <= 0 {
-				return 0, false, malformed("bad transactional id length")
-			}
-			off += n
-			if l > 0 {
-				if l-1 > uint64(len(frame)-off) {
-					// Longer than the bytes given: acks lies beyond them, or nowhere.
-					return 0, false, nil
-				}
-				off += int(l - 1)
-			}
+			ok, err = f.skipCompactNullableString("transactional id")
 		} else {
-			if off+2 > len(frame) {
-				return 0, false, nil
-			}
-			l := int16(binary.BigEndian.Uint16(frame[off:]))
-			off += 2
-			if l > 0 {
-				if int(l) > len(frame)-off {
-					return 0, false, nil
-				}
-				off += int(l)
-			} else if l < -1 {
-				return 0, false, malformed("negative transactional id length")
-			}
+			ok, err = f.skipNullableString("transactional id")
 		}
 	}
-	if off < 0 || off > len(frame)-2 {
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	if f.off < 0 || f.off > len(frame)-2 {
 		return 0, false, nil
 	}
-	return int16(binary.BigEndian.Uint16(frame[off:])), true, nil
+	return int16(binary.BigEndian.Uint16(frame[f.off:])), true, nil
+}
+
+// acksFinder moves through the fields of a Produce request that precede acks. Its skips
+// report false when the bytes given end first. Every length is compared with the bytes left
+// before off moves, so off stays within 0..len(b) whatever the lengths say (a uvarint length
+// can be up to 2^64-1).
+type acksFinder struct {
+	b   []byte
+	off int
+}
+
+// skipNullableString skips a classic nullable string: an int16 length, -1 for null.
+func (f *acksFinder) skipNullableString(what string) (bool, error) {
+	if f.off+2 > len(f.b) {
+		return false, nil
+	}
+	l := int16(binary.BigEndian.Uint16(f.b[f.off:]))
+	f.off += 2
+	if l > 0 {
+		if int(l) > len(f.b)-f.off {
+			return false, nil
+		}
+		f.off += int(l)
+	} else if l < -1 {
+		return false, malformed("negative %s length", what)
+	}
+	return true, nil
+}
+
+// skipCompactNullableString skips a compact nullable string: a uvarint length+1, 0 for null.
+func (f *acksFinder) skipCompactNullableString(what string) (bool, error) {
+	if f.off >= len(f.b) {
+		return false, nil
+	}
+	l, n := binary.Uvarint(f.b[f.off:])
+	if n <= 0 {
+		return false, malformed("bad %s length", what)
+	}
+	f.off += n
+	if l > 0 {
+		if l-1 > uint64(len(f.b)-f.off) {
+			// Longer than the bytes given: acks lies beyond them, or nowhere.
+			return false, nil
+		}
+		f.off += int(l - 1)
+	}
+	return true, nil
+}
+
+// skipHeaderTags skips the tagged fields of a flexible request header.
+func (f *acksFinder) skipHeaderTags() (bool, error) {
+	if f.off >= len(f.b) {
+		return false, nil
+	}
+	n, err := skipTags(f.b[f.off:])
+	if err != nil {
+		// The tags may continue beyond the bytes given.
+		if len(f.b) < 64<<10 {
+			return false, nil
+		}
+		return false, err
+	}
+	f.off += n
+	return true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/internal/golden"
@@ -19,7 +20,7 @@ import (
 // frameResponse encodes resp with a response header (correlation id 7, tagged fields when flexible), without size.
 func frameResponse(resp kmsg.Response) []byte {
 	b := binary.BigEndian.AppendUint32(nil, 7)
-	if resp.IsFlexible() && resp.Key() != KeyApiVersions {
+	if resp.IsFlexible() && resp.Key() != kmsg.ApiVersions.Int16() {
 		b = append(b, 0)
 	}
 	return resp.AppendTo(b)
@@ -32,8 +33,8 @@ func testMap(id int32, host string, port int32) (string, int32) {
 // sampleResponse builds a response of key at version with upstream addresses in every field the proxy rewrites.
 func sampleResponse(key, version int16) kmsg.Response {
 	rack := "r1"
-	switch key {
-	case KeyMetadata:
+	switch kmsg.Key(key) {
+	case kmsg.Metadata:
 		r := kmsg.NewPtrMetadataResponse()
 		r.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: "10.0.0.1", Port: 9092, Rack: &rack}, {NodeID: 1, Host: "10.0.0.2", Port: 9093}}
 		t := kmsg.NewMetadataResponseTopic()
@@ -45,50 +46,50 @@ func sampleResponse(key, version int16) kmsg.Response {
 		r.ClusterID = kmsg.StringPtr("cluster")
 		r.SetVersion(version)
 		return r
-	case KeyDescribeCluster:
+	case kmsg.DescribeCluster:
 		r := kmsg.NewPtrDescribeClusterResponse()
 		r.ClusterID = "cluster"
 		r.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: 0, Host: "10.0.0.1", Port: 9092}, {NodeID: 2, Host: "10.0.0.3", Port: 9094, Rack: &rack}}
 		r.SetVersion(version)
 		return r
-	case KeyFindCoordinator:
+	case kmsg.FindCoordinator:
 		r := kmsg.NewPtrFindCoordinatorResponse()
 		r.NodeID, r.Host, r.Port = 1, "10.0.0.2", 9093
 		r.Coordinators = []kmsg.FindCoordinatorResponseCoordinator{
 			{Key: "g1", NodeID: 1, Host: "10.0.0.2", Port: 9093},
-			{Key: "g2", NodeID: -1, Host: "", Port: -1, ErrorCode: 15}, // COORDINATOR_NOT_AVAILABLE: skipped
+			{Key: "g2", NodeID: -1, Host: "", Port: -1, ErrorCode: kerr.CoordinatorNotAvailable.Code}, // skipped
 		}
 		r.SetVersion(version)
 		return r
-	case KeyProduce:
+	case kmsg.Produce:
 		r := kmsg.NewPtrProduceResponse()
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic = "orders"
 		p := kmsg.NewProduceResponseTopicPartition()
-		p.ErrorCode = 6 // NOT_LEADER_OR_FOLLOWER
+		p.ErrorCode = kerr.NotLeaderForPartition.Code
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		r.Brokers = []kmsg.ProduceResponseBroker{{NodeID: 2, Host: "10.0.0.3", Port: 9094}}
 		r.SetVersion(version)
 		return r
-	case KeyFetch:
+	case kmsg.Fetch:
 		r := kmsg.NewPtrFetchResponse()
 		t := kmsg.NewFetchResponseTopic()
 		t.TopicID = [16]byte{1, 2, 3}
 		p := kmsg.NewFetchResponseTopicPartition()
-		p.ErrorCode = 6
+		p.ErrorCode = kerr.NotLeaderForPartition.Code
 		p.RecordBatches = []byte("opaque record batches")
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093, Rack: &rack}}
 		r.SetVersion(version)
 		return r
-	case KeyShareFetch:
+	case kmsg.ShareFetch:
 		r := kmsg.NewPtrShareFetchResponse()
 		r.NodeEndpoints = []kmsg.ShareFetchResponseNodeEndpoint{{NodeID: 0, Host: "10.0.0.1", Port: 9092}}
 		r.SetVersion(version)
 		return r
-	case KeyShareAcknowledge:
+	case kmsg.ShareAcknowledge:
 		r := kmsg.NewPtrShareAcknowledgeResponse()
 		r.NodeEndpoints = []kmsg.ShareAcknowledgeResponseNodeEndpoint{{NodeID: 0, Host: "10.0.0.1", Port: 9092}}
 		r.SetVersion(version)
@@ -98,7 +99,7 @@ func sampleResponse(key, version int16) kmsg.Response {
 }
 
 // firstRewritten is the first version of each rewritten API whose responses carry addresses.
-var firstRewritten = map[int16]int16{KeyMetadata: 0, KeyDescribeCluster: 0, KeyFindCoordinator: 0, KeyProduce: 10, KeyFetch: 16, KeyShareFetch: 0, KeyShareAcknowledge: 0}
+var firstRewritten = map[int16]int16{kmsg.Metadata.Int16(): 0, kmsg.DescribeCluster.Int16(): 0, kmsg.FindCoordinator.Int16(): 0, kmsg.Produce.Int16(): 10, kmsg.Fetch.Int16(): 16, kmsg.ShareFetch.Int16(): 0, kmsg.ShareAcknowledge.Int16(): 0}
 
 // addresses lists every broker address in an encoded response (header included).
 func addresses(t *testing.T, key, version int16, frame []byte) []string {
@@ -153,7 +154,7 @@ func addresses(t *testing.T, key, version int16, frame []byte) []string {
 // TestRewriteGolden rewrites a sample response of every rewritten API at every version kmsg
 // knows and compares the bytes with testdata/rewrite/<api>.golden (one hex line per version).
 func TestRewriteGolden(t *testing.T) {
-	for _, key := range []int16{KeyProduce, KeyFetch, KeyMetadata, KeyFindCoordinator, KeyDescribeCluster, KeyShareFetch, KeyShareAcknowledge} {
+	for _, key := range []int16{kmsg.Produce.Int16(), kmsg.Fetch.Int16(), kmsg.Metadata.Int16(), kmsg.FindCoordinator.Int16(), kmsg.DescribeCluster.Int16(), kmsg.ShareFetch.Int16(), kmsg.ShareAcknowledge.Int16()} {
 		name := kmsg.NameForKey(key)
 		t.Run(name, func(t *testing.T) {
 			var lines strings.Builder
@@ -207,10 +208,10 @@ func TestRewriteLeavesResponsesWithoutEndpoints(t *testing.T) {
 	tests := map[string]struct {
 		key, version int16
 	}{
-		"a Fetch v16 response without node endpoints is forwarded as is":   {key: KeyFetch, version: 16},
-		"a Produce v11 response without node endpoints is forwarded as is": {key: KeyProduce, version: 11},
-		"a Fetch v15 response is never decoded":                            {key: KeyFetch, version: 15},
-		"a Produce v9 response is never decoded":                           {key: KeyProduce, version: 9},
+		"a Fetch v16 response without node endpoints is forwarded as is":   {key: kmsg.Fetch.Int16(), version: 16},
+		"a Produce v11 response without node endpoints is forwarded as is": {key: kmsg.Produce.Int16(), version: 11},
+		"a Fetch v15 response is never decoded":                            {key: kmsg.Fetch.Int16(), version: 15},
+		"a Produce v9 response is never decoded":                           {key: kmsg.Produce.Int16(), version: 9},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -231,14 +232,14 @@ func TestRewriteLeavesResponsesWithoutEndpoints(t *testing.T) {
 
 func TestRewriteApiVersionsGolden(t *testing.T) {
 	var lines strings.Builder
-	for v := int16(0); v <= MaxVersion(KeyApiVersions); v++ {
+	for v := int16(0); v <= MaxVersion(kmsg.ApiVersions.Int16()); v++ {
 		r := kmsg.NewPtrApiVersionsResponse()
 		r.SetVersion(v)
 		r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
-			{ApiKey: KeyProduce, MinVersion: 3, MaxVersion: 99},  // capped at kmsg's max
-			{ApiKey: KeyMetadata, MinVersion: 0, MaxVersion: 4},  // kept
-			{ApiKey: 9999, MinVersion: 0, MaxVersion: 1},         // unknown key: dropped
-			{ApiKey: KeyFetch, MinVersion: 120, MaxVersion: 121}, // nothing the proxy decodes: dropped
+			{ApiKey: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 99},  // capped at kmsg's max
+			{ApiKey: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 4},  // kept
+			{ApiKey: 9999, MinVersion: 0, MaxVersion: 1},                   // unknown key: dropped
+			{ApiKey: kmsg.Fetch.Int16(), MinVersion: 120, MaxVersion: 121}, // nothing the proxy decodes: dropped
 		}
 		in := frameResponse(r)
 		out, err := RewriteApiVersions(nil, v, in)
@@ -250,7 +251,7 @@ func TestRewriteApiVersionsGolden(t *testing.T) {
 		if err := got.ReadFrom(out[4:]); err != nil {
 			t.Fatal(err)
 		}
-		want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyProduce, MinVersion: 3, MaxVersion: MaxVersion(KeyProduce)}, {ApiKey: KeyMetadata, MinVersion: 0, MaxVersion: 4}}
+		want := []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: MaxVersion(kmsg.Produce.Int16())}, {ApiKey: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 4}}
 		if fmt.Sprint(got.ApiKeys) != fmt.Sprint(want) {
 			t.Errorf("v%d: keys %v, want %v", v, got.ApiKeys, want)
 		}
@@ -258,8 +259,8 @@ func TestRewriteApiVersionsGolden(t *testing.T) {
 	}
 	// A broker's UNSUPPORTED_VERSION answer is v0 whatever the request version.
 	r := kmsg.NewPtrApiVersionsResponse()
-	r.ErrorCode = ErrUnsupportedVersion
-	r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: KeyApiVersions, MinVersion: 0, MaxVersion: 3}}
+	r.ErrorCode = kerr.UnsupportedVersion.Code
+	r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 3}}
 	out, err := RewriteApiVersions(nil, 4, frameResponse(r))
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +271,7 @@ func TestRewriteApiVersionsGolden(t *testing.T) {
 }
 
 func TestProduceAcks(t *testing.T) {
-	for v := int16(0); v <= MaxVersion(KeyProduce); v++ {
+	for v := int16(0); v <= MaxVersion(kmsg.Produce.Int16()); v++ {
 		for _, acks := range []int16{0, 1, -1} {
 			for _, txn := range []*string{nil, kmsg.StringPtr("txn-1")} {
 				if txn != nil && v < 3 {
@@ -309,7 +310,7 @@ func TestAcksZeroProduceIsNotTracked(t *testing.T) {
 	stream = append(stream, f.AppendRequest(nil, md, 100)...)
 	pending := make(chan Pending, 200)
 	var out bytes.Buffer
-	err := CopyRequests(bytes.NewReader(stream), &out, pending, 1<<20, nil, nil, nil, nil)
+	err := CopyRequests(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20})
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("err = %v", err)
 	}
@@ -327,12 +328,12 @@ func TestAcksZeroProduceIsNotTracked(t *testing.T) {
 
 func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
 	req := kmsg.NewPtrApiVersionsRequest()
-	req.SetVersion(MaxVersion(KeyApiVersions))
+	req.SetVersion(MaxVersion(kmsg.ApiVersions.Int16()))
 	stream := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)
-	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(KeyApiVersions)+1))
+	binary.BigEndian.PutUint16(stream[6:], uint16(MaxVersion(kmsg.ApiVersions.Int16())+1))
 	pending := make(chan Pending, 2)
 	var out bytes.Buffer
-	if err := CopyRequests(bytes.NewReader(stream), &out, pending, 1<<20, nil, nil, nil, nil); !errors.Is(err, io.EOF) {
+	if err := CopyRequests(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20}); !errors.Is(err, io.EOF) {
 		t.Fatal(err)
 	}
 	if out.Len() != 0 {
@@ -340,13 +341,13 @@ func TestCopyRequestsAnswersTooNewApiVersions(t *testing.T) {
 	}
 	p := <-pending
 	var r kmsg.ApiVersionsResponse
-	if err := r.ReadFrom(p.Local[8:]); err != nil || r.ErrorCode != ErrUnsupportedVersion {
+	if err := r.ReadFrom(p.Local[8:]); err != nil || r.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("local answer %+v %v", r, err)
 	}
 }
 
 func TestCopyResponsesRewritesInOrder(t *testing.T) {
-	md := sampleResponse(KeyMetadata, 12)
+	md := sampleResponse(kmsg.Metadata.Int16(), 12)
 	plain := []byte{0, 0, 0, 8, 0, 0, 0, 2, 1, 2, 3, 4} // a 4-byte body for correlation id 2
 	var stream []byte
 	f := frameResponse(md)
@@ -354,17 +355,17 @@ func TestCopyResponsesRewritesInOrder(t *testing.T) {
 	stream = append(stream, f...) // correlation id 7
 	stream = append(stream, plain...)
 	pending := make(chan Pending, 3)
-	pending <- Pending{Key: KeyMetadata, Version: 12, CorrelationID: 7}
-	pending <- Pending{Key: 19, Version: 0, CorrelationID: 2}
+	pending <- Pending{Key: kmsg.Metadata.Int16(), Version: 12, CorrelationID: 7}
+	pending <- Pending{Key: kmsg.CreateTopics.Int16(), Version: 0, CorrelationID: 2}
 	pending <- Pending{Local: []byte("local")}
 	close(pending)
 	var out bytes.Buffer
-	if err := CopyResponses(bytes.NewReader(stream), &out, pending, 1<<20, testMap, nil, nil, nil); err != nil {
+	if err := CopyResponses(bytes.NewReader(stream), &out, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap}); err != nil {
 		t.Fatal(err)
 	}
 	b := out.Bytes()
 	size := binary.BigEndian.Uint32(b)
-	if got := addresses(t, KeyMetadata, 12, b[4:4+size]); got[0] != "0=vc-broker-0.example.com:9292" {
+	if got := addresses(t, kmsg.Metadata.Int16(), 12, b[4:4+size]); got[0] != "0=vc-broker-0.example.com:9292" {
 		t.Fatalf("addresses %v", got)
 	}
 	if rest := b[4+size:]; !bytes.Equal(rest, append(plain, "local"...)) {
@@ -374,16 +375,16 @@ func TestCopyResponsesRewritesInOrder(t *testing.T) {
 
 func TestCopyResponsesRefusesWrongCorrelationID(t *testing.T) {
 	pending := make(chan Pending, 1)
-	pending <- Pending{Key: 19, CorrelationID: 3}
-	err := CopyResponses(bytes.NewReader([]byte{0, 0, 0, 4, 0, 0, 0, 2}), io.Discard, pending, 1<<20, testMap, nil, nil, nil)
+	pending <- Pending{Key: kmsg.CreateTopics.Int16(), CorrelationID: 3}
+	err := CopyResponses(bytes.NewReader([]byte{0, 0, 0, 4, 0, 0, 0, 2}), io.Discard, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap})
 	if err == nil || !strings.Contains(err.Error(), "correlation id 2, expected 3") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestApiVersionsError(t *testing.T) {
-	for v := int16(0); v <= MaxVersion(KeyApiVersions)+1; v++ {
-		frame := ApiVersionsError(42, v, ErrBrokerNotAvailable)
+	for v := int16(0); v <= MaxVersion(kmsg.ApiVersions.Int16())+1; v++ {
+		frame := ApiVersionsError(42, v, kerr.BrokerNotAvailable.Code)
 		if got := int32(binary.BigEndian.Uint32(frame)); int(got) != len(frame)-4 {
 			t.Fatalf("v%d: size %d for %d bytes", v, got, len(frame)-4)
 		}
@@ -391,8 +392,8 @@ func TestApiVersionsError(t *testing.T) {
 			t.Fatalf("v%d: correlation id %d", v, corr)
 		}
 		r := kmsg.NewPtrApiVersionsResponse()
-		r.SetVersion(min(v, MaxVersion(KeyApiVersions)))
-		if err := r.ReadFrom(frame[8:]); err != nil || r.ErrorCode != ErrBrokerNotAvailable {
+		r.SetVersion(min(v, MaxVersion(kmsg.ApiVersions.Int16())))
+		if err := r.ReadFrom(frame[8:]); err != nil || r.ErrorCode != kerr.BrokerNotAvailable.Code {
 			t.Fatalf("v%d: %v, error code %d", v, err, r.ErrorCode)
 		}
 	}

@@ -45,14 +45,14 @@ func TestSplicedResponsesKeepEveryByte(t *testing.T) {
 	var stream []byte
 	var pendings []Pending
 	for i, size := range []int{600 << 10, 0, 2 << 20} {
-		r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+		r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
 		r.Topics[0].Partitions[0].RecordBatches = randomBytes(size, uint64(i))
 		r.Brokers = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "10.0.0.2", Port: 9093}}
 		frame := sized(frameResponse(r))
 		corr := int32(100 + i)
 		frame[4], frame[5], frame[6], frame[7] = byte(corr>>24), byte(corr>>16), byte(corr>>8), byte(corr)
 		stream = append(stream, frame...)
-		pendings = append(pendings, Pending{Key: KeyFetch, Version: 16, CorrelationID: corr})
+		pendings = append(pendings, Pending{Key: kmsg.Fetch.Int16(), Version: 16, CorrelationID: corr})
 	}
 	relay := func(sp func(src io.Reader, dst io.Writer) Splicer) []byte {
 		pending := make(chan Pending, len(pendings))
@@ -61,7 +61,7 @@ func TestSplicedResponsesKeepEveryByte(t *testing.T) {
 		}
 		close(pending)
 		src, dst := bytes.NewReader(stream), &bytes.Buffer{}
-		if err := CopyResponses(src, dst, pending, 8<<20, testMap, nil, nil, sp(src, dst)); err != nil {
+		if err := CopyResponses(src, dst, pending, RelayOptions{MaxFrame: 8 << 20, Addresses: testMap, Splice: sp(src, dst)}); err != nil {
 			t.Fatal(err)
 		}
 		return dst.Bytes()
@@ -111,7 +111,7 @@ func TestSplicedRequestsKeepEveryByte(t *testing.T) {
 	pending := make(chan Pending, 8)
 	src, dst := bytes.NewReader(stream), &bytes.Buffer{}
 	sp := &testSplicer{src: src, dst: dst}
-	if err := CopyRequests(src, dst, pending, 8<<20, nil, nil, nil, sp.splice); !errors.Is(err, io.EOF) {
+	if err := CopyRequests(src, dst, pending, RelayOptions{MaxFrame: 8 << 20, Splice: sp.splice}); !errors.Is(err, io.EOF) {
 		t.Fatalf("CopyRequests: %v, want io.EOF at the end of the stream", err)
 	}
 	if !bytes.Equal(dst.Bytes(), stream) {

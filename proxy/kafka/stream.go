@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Fetch responses are the bulk of a consumer's traffic and can be tens of MiB. Buffering one
@@ -158,7 +160,7 @@ func StreamFetch(src *bufio.Reader, dst io.Writer, version int16, total int64, m
 
 // streamFetch is StreamFetch through mv, which may splice the records.
 func streamFetch(mv mover, version int16, total int64, m AddressMap) (n int, dropped bool, err error) {
-	if version < 12 || version > MaxVersion(KeyFetch) {
+	if version < 12 || version > MaxVersion(kmsg.Fetch.Int16()) {
 		return 0, false, malformed("StreamFetch needs a flexible Fetch version, got v%d", version)
 	}
 	src, dst := mv.src, mv.dst
@@ -233,8 +235,8 @@ func (s *sliceCursor) fail(err error) {
 // and goes out unchanged. Only the top-level tagged section is decoded: records are copied
 // as bytes.
 func RewriteFetch(dst []byte, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
-	if version < 16 || version > MaxVersion(KeyFetch) {
-		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(KeyFetch), version)
+	if version < 16 || version > MaxVersion(kmsg.Fetch.Int16()) {
+		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(kmsg.Fetch.Int16()), version)
 	}
 	c := &sliceCursor{b: frame}
 	c.advance(4) // correlation id
@@ -366,81 +368,124 @@ func rewriteTagSection(section []byte, m AddressMap) (out []byte, n int, dropped
 // rewriteEndpoints decodes a compact array of {NodeID int32, Host compact string, Port
 // int32, Rack compact nullable string, tags} and re-encodes it with rewritten addresses.
 func rewriteEndpoints(b []byte, m AddressMap) ([]byte, int, error) {
-	r := b
-	next := func(n int) ([]byte, bool) {
-		if n < 0 || n > len(r) {
-			return nil, false
-		}
-		v := r[:n]
-		r = r[n:]
-		return v, true
-	}
-	uv := func() (uint64, bool) {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			return 0, false
-		}
-		r = r[n:]
-		return v, true
-	}
-	count, ok := uv()
-	if !ok || count == 0 || count-1 > uint64(len(r)) {
+	r := endpointsReader{rest: b}
+	count, ok := r.uvarint()
+	if !ok || count == 0 || count-1 > uint64(len(r.rest)) {
 		return nil, 0, malformed("bad NodeEndpoints array")
 	}
 	out := binary.AppendUvarint(nil, count)
 	rewrites := 0
 	for i := uint64(1); i < count; i++ {
-		idb, ok1 := next(4)
-		hl, ok2 := uv()
-		if !ok1 || !ok2 || hl == 0 {
-			return nil, 0, malformed("bad NodeEndpoints entry")
+		e, err := r.endpoint()
+		if err != nil {
+			return nil, 0, err
 		}
-		host, ok3 := next(int(hl - 1))
-		pb, ok4 := next(4)
-		rl, ok5 := uv()
-		if !ok3 || !ok4 || !ok5 {
-			return nil, 0, malformed("bad NodeEndpoints entry")
-		}
-		var rack []byte
-		if rl > 0 {
-			if rack, ok = next(int(rl - 1)); !ok {
-				return nil, 0, malformed("bad NodeEndpoints rack")
-			}
-		}
-		tagStart := r
-		tc, ok := uv()
-		if !ok {
-			return nil, 0, malformed("bad NodeEndpoints tags")
-		}
-		for j := uint64(0); j < tc; j++ {
-			if _, ok := uv(); !ok {
-				return nil, 0, malformed("bad NodeEndpoints tags")
-			}
-			sz, ok := uv()
-			if !ok {
-				return nil, 0, malformed("bad NodeEndpoints tags")
-			}
-			if _, ok := next(int(sz)); !ok || sz > uint64(len(tagStart)) {
-				return nil, 0, malformed("bad NodeEndpoints tags")
-			}
-		}
-		tagBytes := tagStart[:len(tagStart)-len(r)]
-		id := int32(binary.BigEndian.Uint32(idb))
-		h, p := string(host), int32(binary.BigEndian.Uint32(pb))
-		if id >= 0 {
-			h, p = m(id, h, p)
+		if e.id >= 0 {
+			e.host, e.port = m(e.id, e.host, e.port)
 			rewrites++
 		}
-		out = append(out, idb...)
-		out = binary.AppendUvarint(out, uint64(len(h))+1)
-		out = append(out, h...)
-		out = binary.BigEndian.AppendUint32(out, uint32(p))
-		out = binary.AppendUvarint(out, rl)
-		out = append(out, rack...)
-		out = append(out, tagBytes...)
+		out = e.appendTo(out)
 	}
-	if len(r) != 0 {
+	if len(r.rest) != 0 {
 		return nil, 0, malformed("bytes after NodeEndpoints")
 	}
 	return out, rewrites, nil
+}
+
+// nodeEndpoint is one element of NodeEndpoints; the rack and the tagged fields stay encoded, as
+// they go out unchanged.
+type nodeEndpoint struct {
+	id   int32
+	host string
+	port int32
+	// rackLen is the rack's compact length as read (length+1, 0 for null).
+	rackLen    uint64
+	rack, tags []byte
+}
+
+// appendTo appends e encoded.
+func (e nodeEndpoint) appendTo(out []byte) []byte {
+	out = binary.BigEndian.AppendUint32(out, uint32(e.id))
+	out = binary.AppendUvarint(out, uint64(len(e.host))+1)
+	out = append(out, e.host...)
+	out = binary.BigEndian.AppendUint32(out, uint32(e.port))
+	out = binary.AppendUvarint(out, e.rackLen)
+	out = append(out, e.rack...)
+	return append(out, e.tags...)
+}
+
+// endpointsReader reads NodeEndpoints from rest, the bytes not read yet. A read that does not
+// fit them returns false and leaves rest as it was.
+type endpointsReader struct {
+	rest []byte
+}
+
+func (r *endpointsReader) next(n int) ([]byte, bool) {
+	if n < 0 || n > len(r.rest) {
+		return nil, false
+	}
+	v := r.rest[:n]
+	r.rest = r.rest[n:]
+	return v, true
+}
+
+func (r *endpointsReader) uvarint() (uint64, bool) {
+	v, n := binary.Uvarint(r.rest)
+	if n <= 0 {
+		return 0, false
+	}
+	r.rest = r.rest[n:]
+	return v, true
+}
+
+// endpoint reads one element of NodeEndpoints.
+func (r *endpointsReader) endpoint() (nodeEndpoint, error) {
+	idb, ok1 := r.next(4)
+	hl, ok2 := r.uvarint()
+	if !ok1 || !ok2 || hl == 0 {
+		return nodeEndpoint{}, malformed("bad NodeEndpoints entry")
+	}
+	host, ok3 := r.next(int(hl - 1))
+	pb, ok4 := r.next(4)
+	rl, ok5 := r.uvarint()
+	if !ok3 || !ok4 || !ok5 {
+		return nodeEndpoint{}, malformed("bad NodeEndpoints entry")
+	}
+	e := nodeEndpoint{
+		id:      int32(binary.BigEndian.Uint32(idb)),
+		host:    string(host),
+		port:    int32(binary.BigEndian.Uint32(pb)),
+		rackLen: rl,
+	}
+	if rl > 0 {
+		var ok bool
+		if e.rack, ok = r.next(int(rl - 1)); !ok {
+			return nodeEndpoint{}, malformed("bad NodeEndpoints rack")
+		}
+	}
+	var err error
+	e.tags, err = r.tagSection()
+	return e, err
+}
+
+// tagSection reads a tagged-field section and returns it as it was encoded.
+func (r *endpointsReader) tagSection() ([]byte, error) {
+	start := r.rest
+	count, ok := r.uvarint()
+	if !ok {
+		return nil, malformed("bad NodeEndpoints tags")
+	}
+	for range count {
+		if _, ok := r.uvarint(); !ok {
+			return nil, malformed("bad NodeEndpoints tags")
+		}
+		size, ok := r.uvarint()
+		if !ok {
+			return nil, malformed("bad NodeEndpoints tags")
+		}
+		if _, ok := r.next(int(size)); !ok || size > uint64(len(start)) {
+			return nil, malformed("bad NodeEndpoints tags")
+		}
+	}
+	return start[:len(start)-len(r.rest)], nil
 }

@@ -49,8 +49,8 @@ func TestStreamFetch(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			for v := int16(16); v <= MaxVersion(KeyFetch); v++ {
-				r := sampleResponse(KeyFetch, v).(*kmsg.FetchResponse)
+			for v := int16(16); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+				r := sampleResponse(kmsg.Fetch.Int16(), v).(*kmsg.FetchResponse)
 				r.Brokers = tc.brokers
 				in := sized(frameResponse(r))
 				out, _, dropped, err := streamFetchDropped(v, in, tc.m)
@@ -89,10 +89,10 @@ func TestStreamFetch(t *testing.T) {
 // TestStreamFetchMatchesBufferedRewrite checks that streaming and the buffered rewrite agree
 // on the addresses whenever the rewritten endpoints fit.
 func TestStreamFetchMatchesBufferedRewrite(t *testing.T) {
-	r := sampleResponse(KeyFetch, 16).(*kmsg.FetchResponse)
+	r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
 	r.Brokers[0].Host = strings.Repeat("h", 100)
 	in := frameResponse(r)
-	buffered, _, err := RewriteResponse(nil, KeyFetch, 16, in, testMap)
+	buffered, _, err := RewriteResponse(nil, kmsg.Fetch.Int16(), 16, in, testMap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +100,14 @@ func TestStreamFetchMatchesBufferedRewrite(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("%d %v", n, err)
 	}
-	if a, b := addresses(t, KeyFetch, 16, buffered), addresses(t, KeyFetch, 16, streamed[4:]); strings.Join(a, ",") != strings.Join(b, ",") {
+	if a, b := addresses(t, kmsg.Fetch.Int16(), 16, buffered), addresses(t, kmsg.Fetch.Int16(), 16, streamed[4:]); strings.Join(a, ",") != strings.Join(b, ",") {
 		t.Fatalf("buffered %v, streamed %v", a, b)
 	}
 }
 
 func FuzzStreamFetch(f *testing.F) {
-	for v := int16(12); v <= MaxVersion(KeyFetch); v++ {
-		f.Add(v, sized(frameResponse(sampleResponse(KeyFetch, max(v, 16)))))
+	for v := int16(12); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		f.Add(v, sized(frameResponse(sampleResponse(kmsg.Fetch.Int16(), max(v, 16)))))
 	}
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
 		var out bytes.Buffer

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
@@ -282,7 +284,7 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 		}()
 		client := &prefixReader{prefix: first, r: cc}
 		splice := splicer(pc.client, pc.upstream, wt, cc.in, func() bool { return len(client.prefix) == 0 })
-		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, lim.MaxFrameBytes, pc.beforeRead, stats, filters, splice)
+		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, BeforeRead: pc.beforeRead, Stats: stats, Filters: filters, Splice: splice})
 		if pc.isDraining() {
 			// The drain's deadline interrupted the read: let responses in flight finish.
 			err = errDraining
@@ -304,8 +306,8 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 			(*h)("responses")
 		}
 		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
-			pending, lim.MaxFrameBytes, s.addressMap(route, pc.state, port), stats, filters,
-			splicer(pc.upstream, pc.client, wt, cc.out, nil))
+			pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Addresses: s.addressMap(route, pc.state, port), Stats: stats, Filters: filters,
+				Splice: splicer(pc.upstream, pc.client, wt, cc.out, nil)})
 	}()
 	pc.closeNow()
 	go func() {
@@ -338,7 +340,7 @@ func errString(err error) string {
 // refresh, before the connection is closed. Any other first request only sees the close, which
 // clients retry too.
 func answerBrokerNotAvailable(w net.Conn, first []byte, timeout time.Duration) {
-	if len(first) < 12 || int16(binary.BigEndian.Uint16(first[4:])) != kafka.KeyApiVersions {
+	if len(first) < 12 || int16(binary.BigEndian.Uint16(first[4:])) != kmsg.ApiVersions.Int16() {
 		return
 	}
 	version := int16(binary.BigEndian.Uint16(first[6:]))
@@ -346,5 +348,5 @@ func answerBrokerNotAvailable(w net.Conn, first []byte, timeout time.Duration) {
 	if timeout > 0 {
 		_ = w.SetWriteDeadline(time.Now().Add(timeout))
 	}
-	_, _ = w.Write(kafka.ApiVersionsError(corr, version, kafka.ErrBrokerNotAvailable))
+	_, _ = w.Write(kafka.ApiVersionsError(corr, version, kerr.BrokerNotAvailable.Code))
 }

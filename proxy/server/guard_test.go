@@ -305,7 +305,7 @@ func TestUnknownBrokerIsDiscoveredOnce(t *testing.T) {
 	pki := newPKI(t)
 	kc := fakeKafka(t, nil, "")
 	var metadata atomic.Int32
-	kc.ControlKey(int16(3), func(kmsg.Request) (kmsg.Response, error, bool) {
+	kc.ControlKey(kmsg.Metadata.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		metadata.Add(1)
 		return nil, nil, false
 	})

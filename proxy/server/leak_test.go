@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -174,7 +175,7 @@ func (tp *tap) exchanges(t *testing.T) []exchange {
 				t.Fatalf("a response with correlation id %d answers no request", binary.BigEndian.Uint32(b[4:]))
 			}
 			body := b[8:n]
-			if kafka.Flexible(kv[0], kv[1]) && kv[0] != kafka.KeyApiVersions {
+			if kafka.Flexible(kv[0], kv[1]) && kv[0] != kmsg.ApiVersions.Int16() {
 				body = body[1:] // the empty response header tags kfake sends
 			}
 			out = append(out, exchange{key: kv[0], version: kv[1], body: body})
@@ -189,7 +190,7 @@ func (tp *tap) exchanges(t *testing.T) []exchange {
 // KRaft broker does, with its own addresses in them: kfake's broker configs hold none and it
 // does not serve DescribeQuorum.
 func answerWithAddresses(kc *kfake.Cluster, addrs []string, ports []int) {
-	kc.ControlKey(kafka.KeyDescribeConfigs, func(req kmsg.Request) (kmsg.Response, error, bool) {
+	kc.ControlKey(kmsg.DescribeConfigs.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
 		r := req.(*kmsg.DescribeConfigsRequest)
 		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -212,7 +213,7 @@ func answerWithAddresses(kc *kfake.Cluster, addrs []string, ports []int) {
 		}
 		return resp, nil, true
 	})
-	kc.ControlKey(kafka.KeyDescribeQuorum, func(req kmsg.Request) (kmsg.Response, error, bool) {
+	kc.ControlKey(kmsg.DescribeQuorum.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		kc.KeepControl()
 		resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		for i, p := range ports {
@@ -403,7 +404,7 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 		var eps []string
 		var leaders []int32
 		switch {
-		case ex.key == kafka.KeyFetch && ex.version >= 16:
+		case ex.key == kmsg.Fetch.Int16() && ex.version >= 16:
 			r := kmsg.NewPtrFetchResponse()
 			r.SetVersion(ex.version)
 			if err := r.ReadFrom(ex.body); err != nil {
@@ -419,7 +420,7 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 					}
 				}
 			}
-		case ex.key == kafka.KeyProduce && ex.version >= 10:
+		case ex.key == kmsg.Produce.Int16() && ex.version >= 10:
 			r := kmsg.NewPtrProduceResponse()
 			r.SetVersion(ex.version)
 			if err := r.ReadFrom(ex.body); err != nil {
@@ -454,7 +455,9 @@ func TestFetchNodeEndpointsAfterLeaderMove(t *testing.T) {
 
 // leaderMoved reports whether a partition error is one a broker answers with the new leader
 // (KIP-951): NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
-func leaderMoved(code int16) bool { return code == 6 || code == 74 }
+func leaderMoved(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code
+}
 
 // longPrefix makes the proxy's host names much longer than the upstream's (an IP address), the
 // case where streamed Fetch NodeEndpoints used to be dropped.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -42,7 +43,7 @@ func simpleProxy(t *testing.T, limits string) (*runningProxy, proxyConfig, *test
 	dir := t.TempDir()
 	pki := newPKI(t)
 	kc := fakeKafka(t, nil, "")
-	kc.ControlKey(int16(3), func(kmsg.Request) (kmsg.Response, error, bool) {
+	kc.ControlKey(kmsg.Metadata.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		time.Sleep(300 * time.Millisecond) // keeps a Metadata request in flight while the test acts
 		return nil, nil, false
 	})
@@ -143,7 +144,7 @@ func TestTooNewApiVersionsIsAnsweredByTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r kmsg.ApiVersionsResponse
-	if err := r.ReadFrom(b[4:]); err != nil || r.ErrorCode != 35 || len(r.ApiKeys) != 1 || r.ApiKeys[0].ApiKey != 18 {
+	if err := r.ReadFrom(b[4:]); err != nil || r.ErrorCode != kerr.UnsupportedVersion.Code || len(r.ApiKeys) != 1 || r.ApiKeys[0].ApiKey != kmsg.ApiVersions.Int16() {
 		t.Fatalf("answer %+v %v", r, err)
 	}
 }

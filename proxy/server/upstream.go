@@ -239,8 +239,8 @@ func (s *Server) discover(ctx context.Context, r *vcRoute, lim config.Limits) er
 	}
 	version := int16(-1)
 	for _, k := range avResp.ApiKeys {
-		if k.ApiKey == kafka.KeyMetadata {
-			version = min(k.MaxVersion, kafka.MaxVersion(kafka.KeyMetadata))
+		if k.ApiKey == kmsg.Metadata.Int16() {
+			version = min(k.MaxVersion, kafka.MaxVersion(kmsg.Metadata.Int16()))
 			if version < k.MinVersion {
 				version = -1
 			}
@@ -288,7 +288,7 @@ func roundTrip(c net.Conn, br *bufio.Reader, f *kmsg.RequestFormatter, req kmsg.
 		return err
 	}
 	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != kafka.KeyApiVersions {
+	if resp.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		_, n := binary.Uvarint(body) // header tags: the proxy sends none and expects none
 		if n <= 0 || len(body) < n {
 			return errors.New("bad response header")

@@ -74,7 +74,7 @@ func BenchmarkChain16KiB(b *testing.B) {
 				b.Fatal(err)
 			}
 			copy(buf, respFrame) // decryption is in place: a fresh response each time
-			if _, err := c.Response(1, 12, buf, state); err != nil {
+			if _, err := c.Response(kmsg.Fetch.Int16(), 12, buf, state); err != nil {
 				b.Fatal(err)
 			}
 		}

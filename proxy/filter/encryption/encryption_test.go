@@ -88,7 +88,7 @@ func produce(topic string, raw []byte) *filter.Exchange {
 	rp.Records = raw
 	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}
 	req.Topics = []kmsg.ProduceRequestTopic{rt}
-	return &filter.Exchange{Key: 0, Request: req}
+	return &filter.Exchange{Key: kmsg.Produce.Int16(), Request: req}
 }
 
 // fetched runs a Fetch response carrying raw through the filter and returns the partition.
@@ -101,7 +101,7 @@ func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchRes
 	rp.RecordBatches = bytes.Clone(raw) // each response is bytes of its own: the filter decrypts in place
 	rt.Partitions = []kmsg.FetchResponseTopicPartition{rp}
 	resp.Topics = []kmsg.FetchResponseTopic{rt}
-	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
+	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0]

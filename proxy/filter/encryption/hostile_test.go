@@ -254,7 +254,7 @@ func TestFetchOfTopicWithoutKEKNotDecoded(t *testing.T) {
 	}
 	// With a KEK, a batch over the limits alone: MESSAGE_TOO_LARGE, never the batch unread.
 	lim := filter.DefaultLimits()
-	x := &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Allowance: filter.NewAllowance(context.Background(), lim, len(raw))}
+	x := &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Allowance: filter.NewAllowance(context.Background(), lim, len(raw))}
 	resp := kmsg.NewPtrFetchResponse()
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = "secrets"
@@ -289,7 +289,7 @@ func TestFetchShareSpentByOthers(t *testing.T) {
 	}
 	resp.Topics = []kmsg.FetchResponseTopic{rt}
 	// A share of 1 MiB (the floor): the first partition fits, the second's 2 MiB do not.
-	x := &filter.Exchange{Key: 1, Request: kmsg.NewPtrFetchRequest(), Response: resp, Allowance: filter.NewAllowance(context.Background(), lim, 0)}
+	x := &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp, Allowance: filter.NewAllowance(context.Background(), lim, 0)}
 	if err := e.OnResponse(context.Background(), x); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
@@ -245,7 +246,7 @@ func TestValidationMaxBytesInAProduceRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != errInvalidRecord || p.ErrorMessage == nil || *p.ErrorMessage != tc.want {
+		if p.ErrorCode != kerr.InvalidRecord.Code || p.ErrorMessage == nil || *p.ErrorMessage != tc.want {
 			t.Errorf("%s: %d %v, want %q", topic, p.ErrorCode, p.ErrorMessage, tc.want)
 		}
 	}

@@ -64,9 +64,6 @@ import (
 // Type is the filter type, as Kroxylicious names it.
 const Type = "RecordValidation"
 
-// errInvalidRecord is Kafka's INVALID_RECORD.
-const errInvalidRecord int16 = 87
-
 func init() {
 	filter.RegisterTyped(newValidator, Type, "io.kroxylicious.proxy.filter.validation.RecordValidation")
 }
@@ -446,7 +443,7 @@ func (c *check) validate(b []byte) string {
 func invalidPartition(topic string, partition int32, errs []recordError, total int) kmsg.ProduceResponseTopicPartition {
 	p := kmsg.NewProduceResponseTopicPartition()
 	p.Partition = partition
-	p.ErrorCode = errInvalidRecord
+	p.ErrorCode = kerr.InvalidRecord.Code
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 	first := errs[0]
 	msg := fmt.Sprintf("RecordValidation refused record %d of %s-%d: %s", first.index, topic, partition, first.msg)

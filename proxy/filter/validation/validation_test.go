@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
@@ -72,7 +73,7 @@ func TestValidationAnswersABadRequest(t *testing.T) {
 			t.Fatalf("v%d: correlation id", v)
 		}
 		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != errInvalidRecord || (v >= 8 && (p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "record 0 of orders-0: value: not valid JSON"))) {
+		if p.ErrorCode != kerr.InvalidRecord.Code || (v >= 8 && (p.ErrorMessage == nil || !strings.Contains(*p.ErrorMessage, "record 0 of orders-0: value: not valid JSON"))) {
 			t.Fatalf("v%d: partition %+v", v, p)
 		}
 	}
