@@ -262,59 +262,87 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 	closeConn()
 }
 
+// relay runs a routed connection's two sides until either ends: requests on their own goroutine
+// (connRelay.requests), responses on this one.
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
-	vc := route.cfg.Name
-	stats := s.Metrics.virtualCluster(vc)
-	l := route.listener
-	port := func(int32) int32 { return route.cfg.Port(&l) }
+	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration,
+		pending: make(chan kafka.Pending, maxPending),
+		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name), Filters: connectionFilters(route)}}
+	reqDone := make(chan error, 1)
+	go r.requests(first, reqDone)
+	respErr := r.responses()
+	pc.closeNow()
+	go drainPending(r.pending)
+	s.relayEnded(logger, route.cfg.Name, <-reqDone, respErr)
+}
+
+// connRelay is what both sides of one connection's relay share.
+type connRelay struct {
+	s       *Server
+	logger  klog.Logger
+	pc      *proxyConn
+	route   *vcRoute
+	cc      countingConn
+	wt      time.Duration // the write timeout
+	pending chan kafka.Pending
+	opts    kafka.RelayOptions // what both sides set alike
+}
+
+// requests is the request side's goroutine: the client's requests to the broker, after first.
+// A panic closes the connection; anything but a clean end or a drain ends it at once.
+func (r *connRelay) requests(first []byte, done chan<- error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.s.recovered(r.logger, p, r.pc.closeNow)
+			done <- fmt.Errorf("request side panicked: %v", p)
+		}
+	}()
+	client := &prefixReader{prefix: first, r: r.cc}
+	opts := r.opts
+	opts.BeforeRead = r.pc.beforeRead
+	opts.Splice = splicer(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
+	if r.pc.isDraining() {
+		// The drain's deadline interrupted the read: let responses in flight finish.
+		err = errDraining
+	}
+	if !errors.Is(err, errDraining) && !errors.Is(err, io.EOF) {
+		r.pc.closeNow()
+	}
+	done <- err
+}
+
+// responses relays the broker's responses to the client, rewriting broker addresses, until
+// either side ends; a panic closes the connection.
+func (r *connRelay) responses() (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.s.recovered(r.logger, p, r.pc.closeNow)
+			err = fmt.Errorf("response side panicked: %v", p)
+		}
+	}()
+	if h := panicHook.Load(); h != nil {
+		(*h)("responses")
+	}
+	l := r.route.listener
+	port := func(int32) int32 { return r.route.cfg.Port(&l) }
 	if !l.TLS() {
 		port = func(id int32) int32 { return l.PortPerBroker.FirstBrokerPort + id }
 	}
-	pending := make(chan kafka.Pending, maxPending)
-	filters := connectionFilters(route)
-	reqDone := make(chan error, 1)
-	wt := lim.WriteTimeout.Duration
-	go func() {
-		var err error
-		defer func() {
-			if r := recover(); r != nil {
-				s.recovered(logger, r, pc.closeNow)
-				reqDone <- fmt.Errorf("request side panicked: %v", r)
-			}
-		}()
-		client := &prefixReader{prefix: first, r: cc}
-		splice := splicer(pc.client, pc.upstream, wt, cc.in, func() bool { return len(client.prefix) == 0 })
-		err = kafka.CopyRequests(client, newDeadlineWriter(pc.upstream, pc.upstream, wt), pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, BeforeRead: pc.beforeRead, Stats: stats, Filters: filters, Splice: splice})
-		if pc.isDraining() {
-			// The drain's deadline interrupted the read: let responses in flight finish.
-			err = errDraining
-		}
-		if !errors.Is(err, errDraining) && !errors.Is(err, io.EOF) {
-			// Anything but a clean end or a drain ends the connection now.
-			pc.closeNow()
-		}
-		reqDone <- err
-	}()
-	respErr := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				s.recovered(logger, r, pc.closeNow)
-				err = fmt.Errorf("response side panicked: %v", r)
-			}
-		}()
-		if h := panicHook.Load(); h != nil {
-			(*h)("responses")
-		}
-		return kafka.CopyResponses(pc.upstream, newDeadlineWriter(cc, pc.client, wt),
-			pending, kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Addresses: s.addressMap(route, pc.state, port), Stats: stats, Filters: filters,
-				Splice: splicer(pc.upstream, pc.client, wt, cc.out, nil)})
-	}()
-	pc.closeNow()
-	go func() {
-		for range pending { // unblock the request side if it waits for room
-		}
-	}()
-	reqErr := <-reqDone
+	opts := r.opts
+	opts.Addresses = r.s.addressMap(r.route, r.pc.state, port)
+	opts.Splice = splicer(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
+	return kafka.CopyResponses(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), r.pending, opts)
+}
+
+// drainPending unblocks a request side that waits for room once responses stopped.
+func drainPending(pending <-chan kafka.Pending) {
+	for range pending {
+	}
+}
+
+// relayEnded counts and logs how a relayed connection ended.
+func (s *Server) relayEnded(logger klog.Logger, vc string, reqErr, respErr error) {
 	for _, err := range []error{reqErr, respErr} {
 		if errors.Is(err, kafka.ErrMalformed) {
 			s.Metrics.MalformedFrames.WithLabelValues(vc).Inc()
