@@ -82,8 +82,7 @@ func Check(typ string, config json.RawMessage, readFile ReadFile) error {
 	if err != nil {
 		return err
 	}
-	closeFilter(f)
-	return nil
+	return closeFilter(f)
 }
 
 // Types lists the filter types this proxy implements, sorted: the operator's default
