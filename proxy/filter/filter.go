@@ -44,6 +44,31 @@ type Exchange struct {
 	Conn   *Conn
 	answer kmsg.Response
 	state  map[Filter]any
+	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
+	// several goroutines.
+	scratchMu sync.Mutex
+	scratch   [][]byte
+}
+
+// Scratch returns an empty buffer with room for n bytes, for bytes a filter puts into the request
+// (a re-encoded record batch): pooled, and given back once the request is encoded, so nothing
+// may keep it beyond OnRequest. Filters working on partitions in parallel may call it at once.
+func (x *Exchange) Scratch(n int) []byte {
+	b := kafka.GetFrame(n)
+	x.scratchMu.Lock()
+	defer x.scratchMu.Unlock()
+	x.scratch = append(x.scratch, b)
+	return b
+}
+
+// releaseScratch gives the Scratch buffers back: their bytes were copied into the frame.
+func (x *Exchange) releaseScratch() {
+	x.scratchMu.Lock()
+	defer x.scratchMu.Unlock()
+	for _, b := range x.scratch {
+		kafka.PutFrame(b)
+	}
+	x.scratch = nil
 }
 
 // Answer makes resp the response to the request, which is then not forwarded.
@@ -213,6 +238,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.UnsupportedVersion.Code), 0), nil, nil
 	}
 	x.Conn, x.Allowance = c, a
+	defer x.releaseScratch()
 	for _, f := range c.wants[x.Key] {
 		if err := f.OnRequest(c.ctx, x); err != nil {
 			return nil, nil, nil, err
@@ -228,7 +254,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	if x.ClientID != nil {
 		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
 	}
-	out := make([]byte, 0, len(frame)+len(frame)/8) // room for what filters add
+	out := kafka.GetFrame(len(frame) + len(frame)/8) // room for what filters add; the relay gives it back
 	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
 	if len(out) > c.lim.MaxFrame {
 		if x.Key != kmsg.Produce.Int16() {
@@ -475,8 +501,9 @@ func skipTags(b []byte) (int, error) {
 func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint int) []byte {
 	resp.SetVersion(version)
 	// Sized for the frame it replaces and some growth (encryption adds to each record), so a
-	// large Fetch or Produce is not copied over and over as it grows.
-	b := make([]byte, 8, max(256, sizeHint+sizeHint/8))
+	// large Fetch or Produce is not copied over and over as it grows; pooled, and given back by
+	// the relay once written.
+	b := kafka.GetFrame(max(256, sizeHint+sizeHint/8))[:8]
 	binary.BigEndian.PutUint32(b[4:], uint32(corr))
 	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		b = append(b, 0)

@@ -114,7 +114,7 @@ func TestReadFrameKeepsEveryByte(t *testing.T) {
 			if !bytes.Equal(gots[i], wants[i]) {
 				t.Fatalf("round %d, frame %d of %d bytes: changed after later frames were read", round, i, sizes[i])
 			}
-			putFrame(gots[i])
+			PutFrame(gots[i])
 		}
 	}
 }

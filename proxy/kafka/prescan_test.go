@@ -365,7 +365,7 @@ func TestPrescanDoesNotAllocate(t *testing.T) {
 }
 
 // TestPrescanIsLinear: a body of a million tagged fields, or of nested arrays as long as the
-// body allows, is walked in well under a second.
+// body allows, is walked in linear time: well under a minute, where a quadratic walk takes hours.
 func TestPrescanIsLinear(t *testing.T) {
 	const n = 1 << 20
 	tags := binary.AppendUvarint(nil, n)
@@ -388,7 +388,9 @@ func TestPrescanIsLinear(t *testing.T) {
 	if err := PrescanRequest(kmsg.Fetch.Int16(), 4, fetch); err == nil {
 		t.Fatal("an array longer than the body is accepted")
 	}
-	if d := time.Since(start); d > time.Second {
+	// Linear, this takes tens of milliseconds (seconds under -race on a loaded machine); one step
+	// per pair of fields would take hours. The bound only tells the two apart.
+	if d := time.Since(start); d > time.Minute {
 		t.Errorf("took %s", d)
 	}
 }

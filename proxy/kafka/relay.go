@@ -259,7 +259,7 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 	}
 	// The frame goes back to its pool once the filters are done with it and what they forward
 	// (which may be the frame itself) is written.
-	defer putFrame(frame)
+	defer PutFrame(frame)
 	forward, answer, state, err := filters.Request(frame)
 	if err != nil {
 		return err
@@ -275,26 +275,35 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		p.Filtered, p.State = true, state
 		r.pending <- p
 	}
+	if !sameBuffer(forward, frame) {
+		defer PutFrame(forward) // built by the filters (GetFrame); written or copied once Write returns
+	}
 	_, err = dst.Write(forward)
 	return err
+}
+
+// sameBuffer reports whether a and b start in the same array: a filter that changed nothing
+// forwards the frame it was given.
+func sameBuffer(a, b []byte) bool {
+	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
 // readFrame reads a whole frame of total bytes into a buffer that grows as the bytes arrive
 // (from 64 KiB, four times its size each time it is full), not to the size the peer announced:
 // a client that announces a large frame holds at most four times what it sent. The buffers
-// come from framePools; the caller gives the frame back with putFrame once nothing refers to it.
+// come from framePools; the caller gives the frame back with PutFrame once nothing refers to it.
 func readFrame(src io.Reader, total int64) ([]byte, error) {
-	buf := getFrame(int(min(total, frameClasses[0])))
+	buf := GetFrame(int(min(total, frameClasses[0])))
 	for int64(len(buf)) < total {
 		if len(buf) == cap(buf) {
 			old := buf
-			buf = append(getFrame(int(min(total, 4*int64(cap(buf))))), old...)
-			putFrame(old)
+			buf = append(GetFrame(int(min(total, 4*int64(cap(buf))))), old...)
+			PutFrame(old)
 		}
 		n, err := io.ReadFull(src, buf[len(buf):min(int64(cap(buf)), total)])
 		buf = buf[:len(buf)+n]
 		if err != nil {
-			putFrame(buf)
+			PutFrame(buf)
 			return nil, err
 		}
 	}
@@ -308,8 +317,10 @@ var frameClasses = [...]int64{64 << 10, 256 << 10, 1 << 20, 4 << 20}
 
 var framePools [len(frameClasses)]sync.Pool
 
-// getFrame returns an empty buffer with room for n bytes: pooled up to the largest class.
-func getFrame(n int) []byte {
+// GetFrame returns an empty buffer with room for n bytes: pooled up to the largest class. The
+// filters build the frames they send with it, and the relay gives those back (PutFrame) once
+// written.
+func GetFrame(n int) []byte {
 	for i, c := range frameClasses {
 		if int64(n) <= c {
 			if b, ok := framePools[i].Get().(*[]byte); ok {
@@ -321,8 +332,8 @@ func getFrame(n int) []byte {
 	return make([]byte, 0, n)
 }
 
-// putFrame gives a buffer from getFrame back; one of another size is left to the collector.
-func putFrame(b []byte) {
+// PutFrame gives a buffer from GetFrame back; one of another size is left to the collector.
+func PutFrame(b []byte) {
 	for i, c := range frameClasses {
 		if int64(cap(b)) == c {
 			b = b[:0]
@@ -492,10 +503,13 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 	if err != nil {
 		return err
 	}
-	defer putFrame(read) // once relayed: the filtered frame may be the one read
+	defer PutFrame(read) // once relayed: the filtered frame may be the one read
 	frame, err := filters.Response(p.Key, p.Version, read, p.State)
 	if err != nil {
 		return err
+	}
+	if !sameBuffer(frame, read) {
+		defer PutFrame(frame) // a frame the filters built (GetFrame), no longer used once relayed
 	}
 	mv := mover{src: bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), dst: dst}
 	return r.relayResponse(mv, p, int64(len(frame)))

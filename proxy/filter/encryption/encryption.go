@@ -176,7 +176,7 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	eachParallel(len(jobs), worthParallel(jobs, func(j produceJob) int { return len(j.p.Records) }), func(i int) {
 		j := &jobs[i]
 		if j.exists && j.code == 0 {
-			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x.Allowance)
+			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x)
 			if err == nil {
 				err = x.Allowance.Emit(len(enc))
 			}
@@ -460,12 +460,15 @@ func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, er
 	return d, nil
 }
 
-func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, a records.Allowance) ([]byte, error) {
+func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, x *filter.Exchange) ([]byte, error) {
 	batches, rest, err := records.Split(raw)
 	if err != nil || len(rest) > 0 {
 		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
-	var out []byte
+	a := x.Allowance
+	// Each value grows by its wrapped DEK, nonce, tag and marker: room for about 100 bytes more
+	// per record of 1 KiB, and the buffer goes back to its pool once the request is encoded.
+	out := x.Scratch(len(raw) + len(raw)/8)
 	for _, b := range batches {
 		batch, err := records.DecodeWithin(b, a)
 		if err != nil {
@@ -492,9 +495,18 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(raw))
+	// Re-encoded in place: a decrypted batch is never longer than the batch it was read from
+	// when uncompressed (each record loses its nonce, tag, wrapped DEK and marker, and each field
+	// is written at or before where it was read), so the output overtakes no byte still to be
+	// read. The capacity of out ends where the current batch ends: a re-compressed batch that
+	// would grow past it is appended to a new buffer instead, and the later batches stay intact.
+	out, end := raw[:0:0], 0
 	changed := false
 	for _, b := range batches {
+		end += len(b)
+		if inPlace(out, raw) {
+			out = raw[:len(out):end]
+		}
 		batch, err := records.DecodeWithin(b, a)
 		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
 			// It may hold encrypted records: never pass it on unread. The consumer retries.
@@ -523,7 +535,16 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 	if !changed {
 		return raw, nil // nothing was encrypted: the broker's bytes as they are
 	}
+	if inPlace(out, raw) {
+		out = raw[:len(out):len(raw)]
+	}
 	return append(out, rest...), nil
+}
+
+// inPlace reports whether out is still being written over raw (it is until an append outgrew
+// the room left in raw); the empty out of the start is.
+func inPlace(out, raw []byte) bool {
+	return cap(out) == 0 || (cap(raw) > 0 && &out[:1][0] == &raw[:1][0])
 }
 
 func anyEncrypted(b *records.Batch) bool {

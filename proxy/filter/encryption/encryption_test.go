@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/time/rate"
 
@@ -483,4 +488,117 @@ func TestPartitionsInParallel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFetchDecryptsInPlace: a partition of many batches, encrypted and not, in every codec, with
+// keys, headers, empty values and tombstones, decrypts to the original records batch by batch
+// although the filter writes its output over the response's own bytes: no batch overwrites one
+// still to be read, and the trailing partial batch stays as it was.
+func TestFetchDecryptsInPlace(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	var raw []byte
+	var want [][]string
+	add := func(b []byte, values ...string) {
+		raw = append(raw, b...)
+		want = append(want, values)
+	}
+	vals := func(vs ...string) [][]byte {
+		out := make([][]byte, len(vs))
+		for i, v := range vs {
+			out[i] = []byte(v)
+		}
+		return out
+	}
+	long := strings.Repeat("a long value that compresses well ", 300)
+	add(batch(t, 0, vals("never encrypted")...), "never encrypted")
+	for codec := int16(0); codec <= 4; codec++ {
+		vs := []string{"first", "", long, "last of codec " + strconv.Itoa(int(codec))}
+		add(encrypted(t, e, "secrets", batch(t, codec, vals(vs...)...)), vs...)
+		add(batch(t, codec, vals("plain between")...), "plain between")
+	}
+	tomb, _ := records.Decode(encrypted(t, e, "secrets", batch(t, 0, vals("before a tombstone")...)))
+	tomb.Records = append(tomb.Records, kmsg.Record{OffsetDelta: 1, Key: []byte("gone")})
+	withTomb, _ := tomb.Encode()
+	add(withTomb, "before a tombstone", "<nil>")
+	tail := batch(t, 0, vals("cut short")...)[:30]
+	raw = append(raw, tail...)
+
+	p := fetched(t, e, "secrets", raw)
+	bs, rest, err := records.Split(p.RecordBatches)
+	if p.ErrorCode != 0 || err != nil || len(bs) != len(want) || !bytes.Equal(rest, tail) {
+		t.Fatalf("error %d, %v, %d batches (want %d), trailing bytes kept %v", p.ErrorCode, err, len(bs), len(want), bytes.Equal(rest, tail))
+	}
+	for i, b := range bs {
+		d := mustDecode(t, b)
+		if len(d.Records) != len(want[i]) {
+			t.Fatalf("batch %d: %d records, want %d", i, len(d.Records), len(want[i]))
+		}
+		for j, r := range d.Records {
+			got := string(r.Value)
+			if r.Value == nil {
+				got = "<nil>"
+			}
+			if got != want[i][j] || encryptedHeader(r) >= 0 {
+				t.Fatalf("batch %d record %d: %.40q, want %.40q (marker left: %v)", i, j, got, want[i][j], encryptedHeader(r) >= 0)
+			}
+		}
+	}
+}
+
+// TestFetchInPlaceMovesOutWhenABatchGrows: a batch that a producer compressed better than the
+// proxy does (zstd at its best level; the proxy re-compresses at the default) grows when the
+// filter re-encodes it. It is then written to a new buffer, never over the batch after it.
+func TestFetchInPlaceMovesOutWhenABatchGrows(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	mixed, err := records.Decode(encrypted(t, e, "secrets", batch(t, 0, []byte("sealed"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	words := make([]string, 500)
+	for i := range words {
+		words[i] = strconv.FormatUint(rng.Uint64(), 36)
+	}
+	for i := 1; i <= 3000; i++ {
+		var v strings.Builder
+		for range 12 {
+			v.WriteString(words[rng.IntN(len(words))] + " ")
+		}
+		mixed.Records = append(mixed.Records, kmsg.Record{OffsetDelta: int32(i), Value: []byte(v.String())})
+	}
+	plain, _ := mixed.Encode()
+	best := zstdBatch(t, plain)
+	next := batch(t, 0, bytes.Repeat([]byte("the batch after "), 1<<16)) // longer than the records uncompressed
+	raw := append(bytes.Clone(best), next...)
+
+	out, err := e.decryptPartition(t.Context(), "secrets", raw, nil, e.lookupsFor(&filter.Exchange{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inPlace(out, raw) {
+		t.Fatalf("the re-encoded batch fit in place (%d bytes for %d): the test no longer makes one grow", len(out)-len(next), len(best))
+	}
+	bs, _, err := records.Split(out)
+	if err != nil || len(bs) != 2 || !bytes.Equal(bs[1], next) {
+		t.Fatalf("%v, %d batches; the batch after intact: %v", err, len(bs), len(bs) == 2 && bytes.Equal(bs[1], next))
+	}
+	if d := mustDecode(t, bs[0]); len(d.Records) != 3001 || string(d.Records[0].Value) != "sealed" || string(d.Records[3000].Value) != string(mixed.Records[3000].Value) {
+		t.Fatalf("the grown batch: %d records", len(d.Records))
+	}
+}
+
+// zstdBatch is an uncompressed batch's records compressed with zstd at its best level, as a
+// producer may send them.
+func zstdBatch(t *testing.T, plain []byte) []byte {
+	t.Helper()
+	const headerLen, attrs, crcAt = 61, 21, 17
+	w, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(bytes.Clone(plain[:headerLen]), w.EncodeAll(plain[headerLen:], nil)...)
+	b[attrs+1] |= byte(records.CodecZstd)
+	binary.BigEndian.PutUint32(b[8:12], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[crcAt:crcAt+4], crc32.Checksum(b[attrs:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
 }
