@@ -227,15 +227,32 @@ func (e *encryptor) decryptKroxylicious(ctx context.Context, r *kmsg.Record, l *
 	return nil
 }
 
+// Why a value in Kroxylicious' format is refused: made once, as refusals may be many.
+var (
+	errV2Marker          = fmt.Errorf("%w: the "+KroxyliciousHeaderKey+" header is not one byte", errMalformedValue)
+	errV2Retired         = fmt.Errorf("%w: Kroxylicious' encryption version 1 is retired (Kroxylicious no longer reads it either)", errMalformedValue)
+	errV2Version         = fmt.Errorf("%w: an unknown Kroxylicious encryption version (2 is read)", errMalformedValue)
+	errV2Cipher          = fmt.Errorf("%w: the cipher is not AES-256-GCM (id 0)", errMalformedValue)
+	errV2EDEK            = fmt.Errorf("%w: the EDEK is longer than the value", errMalformedValue)
+	errV2VaultEDEK       = fmt.Errorf("%w: the EDEK is no Vault EDEK", errMalformedValue)
+	errV2AAD             = fmt.Errorf("%w: the AAD is not none (id 0)", errMalformedValue)
+	errV2IV              = fmt.Errorf("%w: the IV is cut short", errMalformedValue)
+	errParcelValue       = fmt.Errorf("%w: the parcel's value length is wrong", errMalformedValue)
+	errParcelHeaders     = fmt.Errorf("%w: the parcel's header count is wrong", errMalformedValue)
+	errParcelTrailing    = fmt.Errorf("%w: bytes after the parcel", errMalformedValue)
+	errParcelHeaderKey   = fmt.Errorf("%w: a parcelled header key is longer than the parcel", errMalformedValue)
+	errParcelHeaderValue = fmt.Errorf("%w: a parcelled header value length is wrong", errMalformedValue)
+)
+
 // kroxyliciousVersion checks the marker's value: Kroxylicious' encryption version, one byte.
 func kroxyliciousVersion(v []byte) error {
 	switch {
 	case len(v) != 1:
-		return fmt.Errorf("%w: the %s header is not one byte", errMalformedValue, KroxyliciousHeaderKey)
+		return errV2Marker
 	case v[0] == kroxyliciousRetired:
-		return fmt.Errorf("%w: Kroxylicious' encryption version 1 is retired (Kroxylicious no longer reads it either)", errMalformedValue)
+		return errV2Retired
 	case v[0] != KroxyliciousV2:
-		return fmt.Errorf("%w: Kroxylicious' encryption version %d is unknown", errMalformedValue, v[0])
+		return errV2Version
 	}
 	return nil
 }
@@ -269,20 +286,20 @@ type wrapperV2 struct {
 func parseWrapperV2(v []byte) (wrapperV2, error) {
 	var w wrapperV2
 	if len(v) == 0 || v[0] != v2CipherAESGCM {
-		return w, fmt.Errorf("%w: the cipher is not AES-256-GCM (id 0)", errMalformedValue)
+		return w, errV2Cipher
 	}
 	edek, rest, ok := uvarintField(v[1:])
 	if !ok {
-		return w, fmt.Errorf("%w: the EDEK is longer than the value", errMalformedValue)
+		return w, errV2EDEK
 	}
 	if w.kekName, w.vaultCiphertext, ok = parseVaultEdek(edek); !ok {
-		return w, fmt.Errorf("%w: the EDEK is no Vault EDEK", errMalformedValue)
+		return w, errV2VaultEDEK
 	}
 	if len(rest) == 0 || rest[0] != v2AADNone {
-		return w, fmt.Errorf("%w: the AAD is not none (id 0)", errMalformedValue)
+		return w, errV2AAD
 	}
 	if rest = rest[1:]; len(rest) < v2IVLen {
-		return w, fmt.Errorf("%w: the IV is cut short", errMalformedValue)
+		return w, errV2IV
 	}
 	w.iv, w.ciphertext = rest[:v2IVLen], rest[v2IVLen:]
 	return w, nil
@@ -321,14 +338,14 @@ func readParcelV1(b []byte) (parcelV1, error) {
 	n, b, ok := zigzagField(b)
 	switch {
 	case !ok || n < parcelAbsent || n > int64(len(b)):
-		return p, fmt.Errorf("%w: the parcel's value length is wrong", errMalformedValue)
+		return p, errParcelValue
 	case n == parcelAbsent:
 		p.valueAbsent = true
 	case n >= 0:
 		p.value, b = b[:n:n], b[n:] // not nil when empty: b is a slice of the parcel
 	}
 	if n, b, ok = zigzagField(b); !ok || n < parcelAbsent || n > int64(len(b)/2) {
-		return p, fmt.Errorf("%w: the parcel's header count is wrong", errMalformedValue)
+		return p, errParcelHeaders
 	}
 	p.headersAbsent = n == parcelAbsent
 	if n >= 0 {
@@ -338,7 +355,7 @@ func readParcelV1(b []byte) (parcelV1, error) {
 		}
 	}
 	if len(b) != 0 {
-		return p, fmt.Errorf("%w: %d bytes after the parcel", errMalformedValue, len(b))
+		return p, errParcelTrailing
 	}
 	return p, nil
 }
@@ -349,11 +366,11 @@ func readParcelHeaders(b []byte, n int) ([]kmsg.Header, []byte, error) {
 	for range n {
 		key, rest, ok := uvarintField(b)
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: a parcelled header key is longer than the parcel", errMalformedValue)
+			return nil, nil, errParcelHeaderKey
 		}
 		l, rest, ok := zigzagField(rest)
 		if !ok || l < parcelNull || l > int64(len(rest)) {
-			return nil, nil, fmt.Errorf("%w: a parcelled header value length is wrong", errMalformedValue)
+			return nil, nil, errParcelHeaderValue
 		}
 		h := kmsg.Header{Key: string(key)}
 		if l >= 0 {

@@ -97,7 +97,11 @@ func TestReadsWhatKroxyliciousWrites(t *testing.T) {
 		}, wantErr: errKafkaStorageErr},
 		"a changed ciphertext does not decrypt": {value: []byte("alpha"), change: func(r *kmsg.Record) { r.Value[len(r.Value)-1] ^= 1 }, wantErr: errKafkaStorageErr},
 		"a KEK name that is no legal KEK id is refused": {value: []byte("alpha"), change: func(r *kmsg.Record) {
-			copy(r.Value[bytes.Index(r.Value, []byte("KEK_secrets")):], "KEK/secrets")
+			at := bytes.Index(r.Value, []byte("KEK_secrets"))
+			if at < 0 {
+				t.Fatal("no KEK name in the value")
+			}
+			copy(r.Value[at:], "KEK/secrets")
 		}, wantErr: errKafkaStorageErr, noKMS: true},
 	} {
 		w.ParcelHeaders = tc.parcelHeaders
@@ -405,4 +409,28 @@ func mustDecodeOrNil(t *testing.T, raw []byte) *records.Batch {
 
 func fetchExchange(resp *kmsg.FetchResponse) *filter.Exchange {
 	return &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}
+}
+
+// TestMalformedParcelsRefused: a parcel that decrypted but does not parse is refused; nothing
+// is allocated for the lengths it announces.
+func TestMalformedParcelsRefused(t *testing.T) {
+	for name, parcel := range map[string][]byte{
+		"bytes after the headers":                    {0x02, 'v', 0x03, 0x00},
+		"a value length of -3":                       {0x05, 0x03},
+		"a value longer than the parcel":             {0x0a, 'v', 0x03},
+		"a value length past 32 bits":                {0x80, 0x80, 0x80, 0x80, 0x10, 0x03},
+		"a header count larger than its bytes allow": {0x02, 'v', 0xfe, 0xff, 0xff, 0xff, 0x0f, 0x00, 0x00},
+		"a header value length of -2":                {0x02, 'v', 0x02, 0x01, 'k', 0x03},
+		"a header key longer than the parcel":        {0x02, 'v', 0x02, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00},
+		"no header count":                            {0x02, 'v'},
+		"nothing":                                    {},
+	} {
+		if p, err := readParcelV1(parcel); err == nil {
+			t.Errorf("%s: read as value %q, %d headers", name, p.value, len(p.headers))
+		}
+	}
+	huge := []byte{0x02, 'v', 0xfe, 0xff, 0xff, 0xff, 0x0f}
+	if testing.AllocsPerRun(100, func() { _, _ = readParcelV1(huge) }) > 0 {
+		t.Error("a header count of 2^31-1 over no bytes allocated")
+	}
 }
