@@ -1,12 +1,15 @@
 package proxytest
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 )
@@ -111,4 +114,43 @@ func reply(w http.ResponseWriter, code int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// DataKey asks the datakey endpoint for a new DEK under the key name, as a Vault client does:
+// the DEK, and Vault's ciphertext of it (vault:v1:…).
+func (v *Transit) DataKey(name string) ([]byte, string, error) {
+	var out struct {
+		Data struct{ Plaintext, Ciphertext string } `json:"data"`
+	}
+	if err := v.ask("datakey/plaintext/"+name, map[string]any{"bits": 256}, &out); err != nil {
+		return nil, "", err
+	}
+	dek, err := base64.StdEncoding.DecodeString(out.Data.Plaintext)
+	return dek, out.Data.Ciphertext, err
+}
+
+// Decrypt asks the decrypt endpoint to unwrap a DEK under the key name.
+func (v *Transit) Decrypt(name, ciphertext string) ([]byte, error) {
+	var out struct {
+		Data struct{ Plaintext string } `json:"data"`
+	}
+	if err := v.ask("decrypt/"+name, map[string]any{"ciphertext": ciphertext}, &out); err != nil {
+		return nil, err
+	}
+	return base64.StdEncoding.DecodeString(out.Data.Plaintext)
+}
+
+// ask POSTs body to an endpoint with the engine's token and decodes the answer into out.
+func (v *Transit) ask(path string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req := httptest.NewRequest(http.MethodPost, "/v1/transit/"+path, bytes.NewReader(b))
+	v.mu.Lock()
+	req.Header.Set("X-Vault-Token", v.token)
+	v.mu.Unlock()
+	rec := httptest.NewRecorder()
+	v.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("transit %s: %d %s", path, rec.Code, rec.Body)
+	}
+	return json.Unmarshal(rec.Body.Bytes(), out)
 }

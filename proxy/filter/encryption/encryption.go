@@ -21,6 +21,8 @@
 //     the DEK from encryptor.dek, and opened by decryptRecord.
 //   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
 //   - vault.go: VaultKMS, Vault's transit engine over HTTP(S).
+//   - kroxylicious.go: Kroxylicious' record format, read always (decryptRecord dispatches by
+//     header) and written with experimental.recordFormat KROXYLICIOUS_V2 (rewriter).
 //   - guard.go: what clients can make the filter look up: legal topic and KEK names, look-ups per
 //     request and per connection, the KMS rate limiter, the bounded caches (lru).
 package encryption
@@ -59,7 +61,8 @@ type Config struct {
 		Template string `json:"template"`
 	} `json:"selectorConfig"`
 	UnresolvedKeyPolicy string `json:"unresolvedKeyPolicy,omitempty"`
-	// Experimental holds Kroxylicious' experimental tuning, accepted and ignored.
+	// Experimental holds Kroxylicious' experimental tuning, accepted and ignored, and
+	// kafkalink's recordFormat (kroxylicious.go).
 	Experimental json.RawMessage `json:"experimental,omitempty"`
 }
 
@@ -99,6 +102,8 @@ type encryptor struct {
 	kms      KMS
 	template string
 	reject   bool
+	// kroxylicious: values are written in Kroxylicious' format (both formats are always read).
+	kroxylicious bool
 
 	guard   *kmsGuard
 	mu      sync.Mutex
@@ -149,6 +154,10 @@ func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 		e.reject = true
 	default:
 		return nil, fmt.Errorf("unresolvedKeyPolicy: %q is not %s or %s", cfg.UnresolvedKeyPolicy, policyPassthrough, policyReject)
+	}
+	var err error
+	if e.kroxylicious, err = writesKroxylicious(cfg.Experimental, cfg.KMS); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -481,7 +490,7 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 		if err != nil {
 			return nil, err
 		}
-		out, err = batch.AppendRewritten(out, newSealer(batch, kekID, topic, d).rewrite())
+		out, err = batch.AppendRewritten(out, e.rewriter(batch, kekID, topic, d))
 		batch.Release()
 		if err != nil {
 			return nil, err
@@ -549,7 +558,7 @@ func inPlace(out, raw []byte) bool {
 
 func anyEncrypted(b *records.Batch) bool {
 	for _, r := range b.Records {
-		if encryptedHeader(r) >= 0 {
+		if encryptedHeader(r) >= 0 || kroxyliciousHeader(r) >= 0 {
 			return true
 		}
 	}
@@ -627,6 +636,9 @@ type openedDEK struct {
 }
 
 func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups, last *openedDEK) error {
+	if isKroxylicious(*r) {
+		return e.decryptKroxylicious(ctx, r, l, last)
+	}
 	hi := encryptedHeader(*r)
 	if hi < 0 || r.Value == nil {
 		return nil
