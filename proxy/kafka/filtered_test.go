@@ -129,9 +129,9 @@ func TestObservedResponseOverLimit(t *testing.T) {
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 	binary.BigEndian.PutUint32(frame[4:], 5)
 	for name, tc := range map[string]struct {
-		state    any
-		relayed  bool
-		closes bool
+		state   any
+		relayed bool
+		closes  bool
 	}{
 		"a response the filters only read is relayed as it is": {state: nil, relayed: true},
 		"a response the filters change closes the connection":  {state: "filtered", closes: true},

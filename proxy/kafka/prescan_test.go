@@ -482,9 +482,9 @@ func TestPrescanTopicIDLayouts(t *testing.T) {
 		key, version int16
 		sample       func(int16, string) kmsg.Request
 	}{
-		"Produce v13 names its topic by id only":  {kmsg.Produce.Int16(), 13, sampleProduce},
-		"Fetch v13 names its topic by id only":    {kmsg.Fetch.Int16(), 13, sampleFetch},
-		"Fetch v18 names its topic by id only":    {kmsg.Fetch.Int16(), 18, sampleFetch},
+		"Produce v13 names its topic by id only":   {kmsg.Produce.Int16(), 13, sampleProduce},
+		"Fetch v13 names its topic by id only":     {kmsg.Fetch.Int16(), 13, sampleFetch},
+		"Fetch v18 names its topic by id only":     {kmsg.Fetch.Int16(), 18, sampleFetch},
 		"ShareFetch v1 names its topic by id only": {kmsg.ShareFetch.Int16(), 1, sampleShareFetch},
 		"ShareFetch v2 names its topic by id only": {kmsg.ShareFetch.Int16(), 2, sampleShareFetch},
 	} {
