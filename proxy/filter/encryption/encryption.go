@@ -19,6 +19,8 @@
 //   - encryption.go: the filter: Produce requests encrypted per partition (OnRequest), Fetch
 //     responses decrypted (OnResponse, decryptFetch); a record is sealed by sealer.rewrite, with
 //     the DEK from encryptor.dek, and opened by decryptRecord.
+//   - share.go: fetched partitions decrypted (decryptParts), for Fetch and ShareFetch responses
+//     (decryptShareFetch, with the topic names the chain resolved the ids to).
 //   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
 //   - vault.go: VaultKMS, Vault's transit engine over HTTP(S).
 //   - guard.go: what clients can make the filter look up: legal topic and KEK names, look-ups per
