@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -503,4 +504,60 @@ func TestChainWantsWhatNamesIDs(t *testing.T) {
 			t.Errorf("%s offered up to v%d, want v%d", kmsg.NameForKey(k.ApiKey), k.MaxVersion, want[k.ApiKey])
 		}
 	}
+}
+
+// FuzzLearnTopicIDs: any bytes as the Metadata or DescribeTopicPartitions response a chain only
+// reads (as a broker could send them) go on to the client unchanged, without a panic and within
+// a time bound; what the chain learned from them names topics only as a broker paired them.
+func FuzzLearnTopicIDs(f *testing.F) {
+	md := responseFrame(metadataResponse(map[[16]byte]*string{ordersID: str("orders"), {}: str("zero"), paymentID: nil}))
+	f.Add(kmsg.Metadata.Int16(), int16(12), md)
+	f.Add(kmsg.Metadata.Int16(), int16(12), withTaggedCount(md))
+	huge := bytes.Clone(md)
+	huge[len(huge)-30] = 0xff // a length somewhere among the topics
+	f.Add(kmsg.Metadata.Int16(), int16(12), huge)
+	dtp := kmsg.NewPtrDescribeTopicPartitionsResponse()
+	dt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+	dt.Topic, dt.TopicID = str("orders"), ordersID
+	dtp.Topics = []kmsg.DescribeTopicPartitionsResponseTopic{dt}
+	f.Add(kmsg.DescribeTopicPartitions.Int16(), int16(0), responseFrame(dtp))
+	f.Add(kmsg.Metadata.Int16(), int16(13), []byte{0, 0, 0, 5, 0, 0, 0, 7, 0xff})
+	f.Add(kmsg.Metadata.Int16(), int16(10), append([]byte{0, 0, 0, 20, 0, 0, 0, 7, 0}, bytes.Repeat([]byte{0xff}, 12)...)) // overflowing uvarints
+	f.Fuzz(func(t *testing.T, key, version int16, frame []byte) {
+		if key != kmsg.Metadata.Int16() && key != kmsg.DescribeTopicPartitions.Int16() || version < 0 || version > kmsg.ResponseForKey(key).MaxVersion() {
+			return // the relay gives the chain only responses of the keys and versions it wants
+		}
+		c, _ := seerChain(t, "")
+		done := make(chan []byte, 1)
+		go func() {
+			out, _ := c.Response(key, version, bytes.Clone(frame), nil)
+			done <- out
+		}()
+		timer := time.NewTimer(chainRequestBound)
+		defer timer.Stop()
+		select {
+		case out := <-done:
+			if !bytes.Equal(out, frame) {
+				t.Fatal("a response the chain only reads was changed")
+			}
+		case <-timer.C:
+			t.Fatalf("a %d-byte response took over %s in the chain", len(frame), chainRequestBound)
+		}
+		// The zero id is never learned, whatever a response pairs it with.
+		if _, answer, _, _ := c.Request(produceByID([16]byte{})); answer == nil {
+			t.Fatal("the zero topic id was learned")
+		}
+	})
+}
+
+// chainRequestBound is far above what decoding any response a fuzzer makes needs, and far
+// below what a decoding loop on a corrupt tagged-field count takes (tens of seconds).
+const chainRequestBound = 3 * time.Second
+
+// withTaggedCount replaces a flexible frame's last byte (its top-level tag count, 0) with a
+// 5-byte uvarint count of 2^32-1.
+func withTaggedCount(frame []byte) []byte {
+	out := append(bytes.Clone(frame[:len(frame)-1]), 0xff, 0xff, 0xff, 0xff, 0x0f)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out
 }
