@@ -100,9 +100,12 @@ func (t *topicIDs) learnFrom(resp kmsg.Response) {
 	}
 }
 
-// learnsFrom reports whether responses of key at version pair topic ids with names.
+// learnsFrom reports whether responses of key at version pair topic ids with names. A version
+// above kmsg's (a client that ignored ApiVersions) would be read in another version's layout,
+// and could pair an id with another topic's name: it teaches nothing.
 func learnsFrom(key, version int16) bool {
-	return idsFrom(key) && (key != kmsg.Metadata.Int16() || version >= 10)
+	return idsFrom(key) && (key != kmsg.Metadata.Int16() || version >= 10) &&
+		version <= kmsg.ResponseForKey(key).MaxVersion()
 }
 
 // idsFrom reports whether responses of key pair topic ids with names at some version.

@@ -64,3 +64,24 @@ func TestChainLearnsUpToItsBound(t *testing.T) {
 		t.Errorf("the last id: %q %v", name, ok)
 	}
 }
+
+// TestLearnsOnlyVersionsKmsgReads: Metadata below v10 carries no ids, and above kmsg's version it
+// would be read in another layout; DescribeTopicPartitions carries them from v0.
+func TestLearnsOnlyVersionsKmsgReads(t *testing.T) {
+	for name, tc := range map[string]struct {
+		key, version int16
+		want         bool
+	}{
+		"Metadata v9 carries no topic ids":             {kmsg.Metadata.Int16(), 9, false},
+		"Metadata v10 carries topic ids":               {kmsg.Metadata.Int16(), 10, true},
+		"Metadata at kmsg's last version":              {kmsg.Metadata.Int16(), kmsg.NewPtrMetadataResponse().MaxVersion(), true},
+		"Metadata above kmsg's versions is not read":   {kmsg.Metadata.Int16(), kmsg.NewPtrMetadataResponse().MaxVersion() + 1, false},
+		"DescribeTopicPartitions v0 carries topic ids": {kmsg.DescribeTopicPartitions.Int16(), 0, true},
+		"DescribeTopicPartitions above kmsg's":         {kmsg.DescribeTopicPartitions.Int16(), 1, false},
+		"Produce responses pair no id with a name":     {kmsg.Produce.Int16(), 13, false},
+	} {
+		if got := learnsFrom(tc.key, tc.version); got != tc.want {
+			t.Errorf("%s: learnsFrom = %v", name, got)
+		}
+	}
+}
