@@ -50,7 +50,8 @@ import (
 
 // TestHostileFilteredClients runs the proxy binary (this test binary running main) in front of
 // kfake with a filtered virtual cluster, p: RecordValidation (JSON syntax on topic "json") then
-// RecordEncryption (KubernetesSecretKms, KEK_$(topicName), a KEK for topic "enc"); and a second
+// RecordEncryption (KubernetesSecretKms, KEK_$(topicName), KEKs for topics "enc" and "enc-ids",
+// the latter named by id in case 6 and by no other client); and a second
 // one, v, whose RecordEncryption uses a Vault transit stand-in that counts its calls. Each attack
 // runs against a fresh proxy process and kfake. After each, one line: bytes the attacker sent,
 // the proxy's peak RSS (VmHWM) and CPU seconds over the attack, and what the attacker got. Then:
@@ -311,7 +312,7 @@ func optionalLimits() string {
 func startHostileFilteredProxy(t *testing.T, reportOnly bool) *hfProxy {
 	t.Helper()
 	dir := t.TempDir()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "enc", "json"))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "enc", "json", "enc-ids"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,8 +333,10 @@ func startHostileFilteredProxy(t *testing.T, reportOnly bool) *hfProxy {
 	}
 	kek := make([]byte, 32)
 	_, _ = rand.Read(kek)
-	if err := os.WriteFile(filepath.Join(keys, "KEK_enc"), []byte(base64.StdEncoding.EncodeToString(kek)), 0o600); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{"KEK_enc", "KEK_enc-ids"} {
+		if err := os.WriteFile(filepath.Join(keys, id), []byte(base64.StdEncoding.EncodeToString(kek)), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ports := freePorts(t, 2)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
@@ -1098,9 +1101,16 @@ func hfCases() []hfCase {
 		cases = append(cases, hfCase{name: fmt.Sprintf("5 announced %d MiB x%d held", f.mib, f.conns), limit: 40 * time.Second,
 			run: func(t *testing.T, p *hfProxy, r *hfRow) { p.announcedFlood(t, r, f.mib, f.conns) }})
 	}
-	// 6. Produce v13 (topic ids only) with a plaintext marker, to "enc".
-	cases = append(cases, hfCase{name: "6 produce v13 by topic id to enc", limit: 40 * time.Second,
-		run: func(t *testing.T, p *hfProxy, r *hfRow) { p.produceByTopicID(t, r) }})
+	// 6. Produce v13 (topic ids only) with a plaintext marker, to "enc-ids": by an id no metadata
+	// through the proxy named, and by one a Metadata request on the same connection named.
+	for _, learned := range []bool{false, true} {
+		name := "6 produce v13 by unlearned id"
+		if learned {
+			name = "6 produce v13 by learned id"
+		}
+		cases = append(cases, hfCase{name: name, limit: 40 * time.Second,
+			run: func(t *testing.T, p *hfProxy, r *hfRow) { p.produceByTopicID(t, r, learned) }})
+	}
 	// 7. Thousands of topics in one request against a counting Vault.
 	cases = append(cases, hfCase{name: "7 5000 topics vs Vault KMS", limit: 60 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) { p.manyTopics(t, r) }})
@@ -1252,9 +1262,12 @@ func (p *hfProxy) announcedFlood(t *testing.T, r *hfRow, mib, n int) {
 	r.expect(t, heap < hfMaxRSS, "heap in use %.0f MiB while %d announced frames are held, want < %d MiB", heap/(1<<20), n, hfMaxRSS>>20)
 }
 
-// produceByTopicID sends Produce v13 (topic ids only) with a plaintext marker to the id of "enc",
-// then reads kfake directly: the marker must not be there.
-func (p *hfProxy) produceByTopicID(t *testing.T, r *hfRow) {
+// produceByTopicID sends a Produce v13 naming "enc-ids" by its id only, its record a plaintext
+// marker. Unless learned, no metadata through the proxy named the id: the proxy answers
+// UNKNOWN_TOPIC_ID and forwards nothing. When learned, a Metadata request on the same connection
+// named it first: the record is written, encrypted. Either way the marker never reaches the
+// broker.
+func (p *hfProxy) produceByTopicID(t *testing.T, r *hfRow, learned bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	direct := []kgo.Opt{kgo.SeedBrokers(p.kfake.ListenAddrs()...)}
@@ -1263,11 +1276,11 @@ func (p *hfProxy) produceByTopicID(t *testing.T, r *hfRow) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	topics, err := kadm.NewClient(cl).ListTopics(ctx, "enc")
-	if err != nil || topics["enc"].Err != nil {
-		t.Fatalf("the id of enc: %v %v", err, topics["enc"].Err)
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, "enc-ids")
+	if err != nil || topics["enc-ids"].Err != nil {
+		t.Fatalf("the id of enc-ids: %v %v", err, topics["enc-ids"].Err)
 	}
-	id := topics["enc"].ID
+	id := topics["enc-ids"].ID
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(13)
 	req.Acks, req.TimeoutMillis = -1, 10000
@@ -1277,15 +1290,53 @@ func (p *hfProxy) produceByTopicID(t *testing.T, r *hfRow) {
 	pp.Partition, pp.Records = 0, smallBatch(hfMarker)
 	tp.Partitions = []kmsg.ProduceRequestTopicPartition{pp}
 	req.Topics = []kmsg.ProduceRequestTopic{tp}
-	_, outcome := p.sendProduce("p", req, r, 15*time.Second)
+	resp, outcome := p.produceAfterMetadata(req, learned, r)
 	inLog := false
-	for _, rec := range proxytest.StoredRecords(ctx, t, direct, "enc") {
+	for _, rec := range proxytest.StoredRecords(ctx, t, direct, "enc-ids") {
 		if bytes.Contains(rec.Value, []byte(hfMarker)) {
 			inLog = true
 		}
 	}
 	r.outcome = fmt.Sprintf("%s; marker in the broker's log: %v; forwarded bytes for the id: %d", outcome, inLog, p.forwarded.idBytes(id))
 	r.expect(t, !inLog && !p.forwarded.sawMarker(hfMarker), "the plaintext reached the broker")
+	want := kerr.UnknownTopicID.Code
+	if learned {
+		want = 0
+	}
+	ok := resp != nil && len(resp.Topics) == 1 && resp.Topics[0].TopicID == id && resp.Topics[0].Partitions[0].ErrorCode == want
+	r.expect(t, ok, "the Produce v13 by id got %s, want %s for the id", outcome, codeName(want))
+	r.expect(t, (p.forwarded.idBytes(id) > 0) == learned, "%d bytes forwarded for the id (learned: %v)", p.forwarded.idBytes(id), learned)
+}
+
+// produceAfterMetadata sends req on a new connection to p after ApiVersions and, when
+// metadata, a Metadata v12 request for "enc-ids"; it describes the answer, nil when there was
+// none.
+func (p *hfProxy) produceAfterMetadata(req *kmsg.ProduceRequest, metadata bool, r *hfRow) (*kmsg.ProduceResponse, string) {
+	c, err := p.dialRawTLS("p", &r.sent)
+	if err != nil {
+		return nil, "dial: " + err.Error()
+	}
+	defer c.Close()
+	if err := c.hello(); err != nil {
+		return nil, err.Error()
+	}
+	if metadata {
+		md := kmsg.NewPtrMetadataRequest()
+		md.SetVersion(12)
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("enc-ids")
+		md.Topics = []kmsg.MetadataRequestTopic{mt}
+		if _, err := c.roundTrip(md, 10*time.Second); err != nil {
+			return nil, "Metadata: " + describeErr(err)
+		}
+	}
+	resp, err := c.roundTrip(req, 15*time.Second)
+	if err != nil {
+		return nil, describeErr(err)
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	s, _ := produceCodes(pr)
+	return pr, s
 }
 
 // manyTopics sends one Produce naming 5,000 random legal topics and 50 illegal names to the

@@ -23,8 +23,12 @@
 //   - registry.go: RegisterTyped (each filter's config as a Go type, decoded strictly once), New,
 //     Check (the operator's check of a KafkaFilter), Types.
 //   - filter.go: Filter, Exchange, Chain and its per-connection Conn: decoding a request or
-//     response, the proxy's own rules before filters run (Produce and Fetch versions, Fetch sizes
-//     lowered by capFetch, responses made to fit by fitFetch), error answers.
+//     response, the proxy's own rules before filters run (versions capped at what kmsg decodes,
+//     Fetch sizes lowered by capFetch, responses made to fit by fitFetch), error answers.
+//   - topicids.go: topic ids named for the filters, from what Metadata responses taught the
+//     chain; a Produce of an unknown id answered UNKNOWN_TOPIC_ID, fetched partitions of one
+//     emptied.
+//   - share.go: ShareFetch sizes lowered and responses made to fit; DropShareRecords.
 //   - lifecycle.go: Chains and Plan, keeping chains across reloads and closing retired ones.
 //   - budget.go: the process-wide memory Budget, Limits, and each request's Allowance.
 //   - produce.go: Refusals, refusing some partitions of a Produce and forwarding the rest.

@@ -44,6 +44,7 @@ type Exchange struct {
 	Conn   *Conn
 	answer kmsg.Response
 	state  map[Filter]any
+	names  map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
 	scratchMu sync.Mutex
@@ -99,6 +100,8 @@ type Chain struct {
 	// reload compares to keep the chain.
 	sum   [32]byte
 	files fileSums
+	// ids are the topic ids its clients' metadata named (topicids.go).
+	ids *topicIDs
 }
 
 // defaultBudget is the budget of chains built without WithLimits (tests, the operator's checks).
@@ -124,7 +127,7 @@ func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
 // newChain builds a chain. When a filter cannot be built, those built before it are closed, and
 // the chain is returned with the error only for the files its filters read.
 func newChain(ctx context.Context, filters []config.Filter, lim Limits) (*Chain, error) {
-	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: lim, sum: filtersSum(filters), files: fileSums{}}
+	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: lim, sum: filtersSum(filters), files: fileSums{}, ids: newTopicIDs(maxTopicIDs)}
 	for _, fc := range filters {
 		f, err := c.build(fc)
 		if err != nil {
@@ -193,29 +196,27 @@ func (c *Chain) Response(key, version int16, frame []byte, state any) ([]byte, e
 }
 
 // Wants reports whether some filter sees requests of key, or the chain itself: it sees
-// ApiVersions to keep clients on the Produce and Fetch versions that name topics.
+// ApiVersions to keep clients on the versions it decodes, and the responses that name topic ids
+// (observesOnly).
 func (c *Chain) Wants(key int16) bool {
-	return key == kmsg.ApiVersions.Int16() || len(c.wants[key]) > 0
+	return key == kmsg.ApiVersions.Int16() || len(c.wants[key]) > 0 || len(c.filters) > 0 && idsFrom(key)
 }
 
 // MaxFrame is the largest frame the chain decodes: a larger request of a key it wants closes
 // the connection before it is read.
 func (c *Chain) MaxFrame() int32 { return int32(min(c.lim.MaxFrame, math.MaxInt32)) }
 
-// lastNamedTopicsVers is the last version of Produce and Fetch that carries topic names: from
-// v13 on they carry topic ids only, and filters' rules are by topic name.
-const lastNamedTopicsVers = 12
-
-// capTopicIDVersions lowers the Produce and Fetch versions an ApiVersions response offers to
-// those that name topics, so clients of a filtered virtual cluster never send topic ids only.
-func capTopicIDVersions(x *Exchange) {
+// capVersions lowers the versions an ApiVersions response offers of the keys the filters see
+// to those kmsg decodes: a request of a higher version would close the connection.
+func (c *Chain) capVersions(x *Exchange) {
 	resp, ok := x.Response.(*kmsg.ApiVersionsResponse)
 	if !ok {
 		return
 	}
 	for i := range resp.ApiKeys {
-		if k := &resp.ApiKeys[i]; (k.ApiKey == kmsg.Produce.Int16() || k.ApiKey == kmsg.Fetch.Int16()) && k.MaxVersion > lastNamedTopicsVers {
-			k.MaxVersion = lastNamedTopicsVers
+		k := &resp.ApiKeys[i]
+		if req := kmsg.RequestForKey(k.ApiKey); req != nil && len(c.wants[k.ApiKey]) > 0 {
+			k.MaxVersion = min(k.MaxVersion, req.MaxVersion())
 		}
 	}
 }
@@ -226,16 +227,17 @@ var errMalformed = errors.New("malformed frame for the filters")
 // Request decodes a request frame, runs the filters that want it in order, and returns the
 // frame to forward (re-encoded when a filter may have changed it), or the answer frame.
 func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err error) {
+	if c.observesOnly(frame) {
+		return frame, nil, nil, nil // see kafka.Filters: the relay may pass a large response on
+	}
 	a := NewAllowance(c.ctx, c.lim, len(frame))
 	defer a.release()
 	x, err := decodeRequest(frame, a)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if (x.Key == kmsg.Produce.Int16() || x.Key == kmsg.Fetch.Int16()) && x.Version > lastNamedTopicsVers {
-		// Above the versions a filtered virtual cluster advertises: a client that ignored
-		// ApiVersions. Its topics are ids only, which the filters' rules cannot see.
-		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.UnsupportedVersion.Code), 0), nil, nil
+	if resp := c.resolveRequest(x); resp != nil {
+		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, resp, 0), nil, nil
 	}
 	x.Conn, x.Allowance = c, a
 	defer x.releaseScratch()
@@ -244,11 +246,14 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, nil, nil, err
 		}
 		if x.answer != nil {
-			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
+			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
 	}
-	if f, ok := x.Request.(*kmsg.FetchRequest); ok {
-		c.capFetch(f)
+	switch r := x.Request.(type) {
+	case *kmsg.FetchRequest:
+		c.capFetch(r)
+	case *kmsg.ShareFetchRequest:
+		c.capShareFetch(r)
 	}
 	var opts []kmsg.RequestFormatterOpt
 	if x.ClientID != nil {
@@ -273,7 +278,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 // more than that come over more fetches). The broker may still send one batch larger than
 // asked, as Kafka does for progress.
 func (c *Conn) capFetch(f *kmsg.FetchRequest) {
-	limit := int32(min(c.lim.MaxFrame-c.lim.MaxFrame/8, max(c.lim.MaxShare/16, 1<<20)))
+	limit := c.fetchLimit()
 	f.MaxBytes = min(f.MaxBytes, limit)
 	for i := range f.Topics {
 		for j := range f.Topics[i].Partitions {
@@ -281,6 +286,11 @@ func (c *Conn) capFetch(f *kmsg.FetchRequest) {
 			p.PartitionMaxBytes = min(p.PartitionMaxBytes, limit)
 		}
 	}
+}
+
+// fetchLimit is what capFetch and capShareFetch lower sizes to.
+func (c *Conn) fetchLimit() int32 {
+	return int32(min(c.lim.MaxFrame-c.lim.MaxFrame/8, max(c.lim.MaxShare/16, 1<<20)))
 }
 
 // errTooLarge ends a connection whose filtered frame would exceed the limit, where no error
@@ -298,6 +308,7 @@ func emptyRequest(key, version int16) kmsg.Request {
 func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, error) {
 	x, ok := state.(*Exchange)
 	if !ok {
+		c.learn(key, version, frame)
 		return frame, nil
 	}
 	if len(frame) > c.lim.MaxFrame {
@@ -311,17 +322,19 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
 	defer x.Allowance.release()
 	if key == kmsg.ApiVersions.Int16() {
-		capTopicIDVersions(x)
+		c.capVersions(x)
 	}
+	c.ids.learnFrom(resp)
+	c.resolveResponse(x)
 	fs := c.wants[key]
 	for i := len(fs) - 1; i >= 0; i-- {
 		if err := fs[i].OnResponse(c.ctx, x); err != nil {
 			return nil, err
 		}
 	}
-	out := encodeResponse(x.CorrelationID, key, version, resp, len(frame))
+	out := encodeResponse(x.CorrelationID, key, version, x.withTopicIDs(resp), len(frame))
 	if len(out) > c.lim.MaxFrame {
-		if !fitFetch(resp, c.lim.MaxFrame) {
+		if !fitFetch(resp, c.lim.MaxFrame) && !fitShareFetch(resp, c.lim.MaxFrame) {
 			return nil, fmt.Errorf("%w: the filters made a %s response of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(key), len(out), c.lim.MaxFrame)
 		}
 		out = encodeResponse(x.CorrelationID, key, version, resp, len(frame))

@@ -87,20 +87,6 @@ func answerCode(t *testing.T, version int16, frame []byte) int16 {
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
-// TestProduceAboveAdvertisedVersionsAnswered: a client that ignores ApiVersions and sends
-// Produce v13 (topic ids only, which the filters' rules by name cannot see) is answered with
-// UNSUPPORTED_VERSION; nothing is forwarded.
-func TestProduceAboveAdvertisedVersionsAnswered(t *testing.T) {
-	c := chain(t, 0, 1<<20)
-	fwd, answer, _, err := c.Request(produceFrame(13, "", []byte("plaintext marker")))
-	if err != nil || fwd != nil || answer == nil {
-		t.Fatalf("forwarded %d bytes, answer %d bytes, err %v", len(fwd), len(answer), err)
-	}
-	if code := answerCode(t, 13, answer); code != kerr.UnsupportedVersion.Code {
-		t.Errorf("error %d, want UNSUPPORTED_VERSION", code)
-	}
-}
-
 // TestCorruptTaggedCountRefused: the 25-byte ApiVersions v3 whose tag section announces 2^32-1
 // fields (kmsg would loop some 2^32 times) is refused by the pre-scan, not decoded.
 func TestCorruptTaggedCountRefused(t *testing.T) {

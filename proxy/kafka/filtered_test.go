@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"testing/iotest"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // wantAll is a Filters stand-in that wants every key and forwards frames unchanged.
@@ -115,6 +117,32 @@ func TestReadFrameKeepsEveryByte(t *testing.T) {
 				t.Fatalf("round %d, frame %d of %d bytes: changed after later frames were read", round, i, sizes[i])
 			}
 			PutFrame(gots[i])
+		}
+	}
+}
+
+// TestObservedResponseOverLimit: a response over the filters' limit is relayed without them when
+// they only read it (its request's state is nil: a chain learning topic ids from Metadata), and
+// closes the connection when they would change it.
+func TestObservedResponseOverLimit(t *testing.T) {
+	frame := make([]byte, 2<<20+8)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	binary.BigEndian.PutUint32(frame[4:], 5)
+	for name, tc := range map[string]struct {
+		state   any
+		relayed bool
+		closes  bool
+	}{
+		"a response the filters only read is relayed as it is": {state: nil, relayed: true},
+		"a response the filters change closes the connection":  {state: "filtered", closes: true},
+	} {
+		pending := make(chan Pending, 1)
+		pending <- Pending{Key: kmsg.ListOffsets.Int16(), Version: 1, CorrelationID: 5, Filtered: true, State: tc.state}
+		close(pending)
+		var out bytes.Buffer
+		err := CopyResponses(bytes.NewReader(frame), &out, pending, RelayOptions{MaxFrame: 100 << 20, Filters: wantAll{max: 1 << 20}})
+		if errors.Is(err, ErrMalformed) != tc.closes || bytes.Equal(out.Bytes(), frame) != tc.relayed {
+			t.Errorf("%s: %v, relayed %v", name, err, bytes.Equal(out.Bytes(), frame))
 		}
 	}
 }

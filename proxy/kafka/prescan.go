@@ -428,6 +428,34 @@ var prescanSchemas = map[kmsg.Key]*prescanSchema{
 		pInt64(1, prescanAny),                         // DurationFilter
 		pNullString(2, prescanAny),                    // TransactionalIdPattern
 	}},
+	kmsg.ShareFetch: {min: 0, max: 2, fields: []prescanField{
+		pNullString(0, prescanAny), // GroupId
+		pNullString(0, prescanAny), // MemberId
+		pInt32(0, prescanAny),      // ShareSessionEpoch
+		pInt32(0, prescanAny),      // MaxWaitMs
+		pInt32(0, prescanAny),      // MinBytes
+		pInt32(0, prescanAny),      // MaxBytes
+		pInt32(1, prescanAny),      // MaxRecords
+		pInt32(1, prescanAny),      // BatchSize
+		pInt8(2, prescanAny),       // ShareAcquireMode
+		pBool(2, prescanAny),       // IsRenewAck
+		pStructs(0, prescanAny, // Topics
+			pUUID(0, prescanAny), // TopicId
+			pStructs(0, prescanAny, // Partitions
+				pInt32(0, prescanAny), // PartitionIndex
+				pInt32(0, 0),          // PartitionMaxBytes
+				pStructs(0, prescanAny, // AcknowledgementBatches
+					pInt64(0, prescanAny),                       // FirstOffset
+					pInt64(0, prescanAny),                       // LastOffset
+					pArray(0, prescanAny, pInt8(0, prescanAny)), // AcknowledgeTypes
+				),
+			),
+		),
+		pStructs(0, prescanAny, // ForgottenTopicsData
+			pUUID(0, prescanAny),                         // TopicId
+			pArray(0, prescanAny, pInt32(0, prescanAny)), // Partitions
+		),
+	}},
 	kmsg.ConsumerGroupHeartbeat: {min: 0, max: 1, fields: []prescanField{
 		pString(0, prescanAny),                        // GroupId
 		pString(0, prescanAny),                        // MemberId

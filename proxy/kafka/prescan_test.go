@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -281,6 +282,39 @@ func sampleFetch(version int16, mark string) kmsg.Request {
 	return r
 }
 
+func sampleShareFetch(version int16, mark string) kmsg.Request {
+	r := kmsg.NewPtrShareFetchRequest()
+	group, member := "shares", "member-1"
+	r.GroupID, r.MemberID = &group, &member
+	r.ShareSessionEpoch, r.MaxWaitMillis, r.MinBytes, r.MaxRecords, r.BatchSize = 1, 500, 1, 500, 500
+	topic := kmsg.NewShareFetchRequestTopic()
+	topic.TopicID = [16]byte{4, 5, 6}
+	part := kmsg.NewShareFetchRequestTopicPartition()
+	part.Partition, part.PartitionMaxBytes = 1, 1<<20
+	ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = 10, 12, []int8{1, 1, 2}
+	forgotten := kmsg.NewShareFetchRequestForgottenTopicsData()
+	forgotten.TopicID, forgotten.Partitions = [16]byte{7}, []int32{0, 1}
+	switch mark {
+	case "top":
+		r.UnknownTags = marked()
+	case "topic":
+		topic.UnknownTags = marked()
+	case "partition":
+		part.UnknownTags = marked()
+	case "acknowledgement":
+		ack.UnknownTags = marked()
+	case "forgotten":
+		forgotten.UnknownTags = marked()
+	}
+	part.AcknowledgementBatches = append(part.AcknowledgementBatches, ack)
+	topic.Partitions = append(topic.Partitions, part)
+	r.Topics = append(r.Topics, topic)
+	r.ForgottenTopicsData = append(r.ForgottenTopicsData, forgotten)
+	r.SetVersion(version)
+	return r
+}
+
 func sampleApiVersions(version int16, mark string) kmsg.Request {
 	r := kmsg.NewPtrApiVersionsRequest()
 	r.ClientSoftwareName, r.ClientSoftwareVersion = "kgo", "1.19.0"
@@ -296,7 +330,7 @@ func TestPrescanRealisticRequests(t *testing.T) {
 	for _, tc := range []struct {
 		key    int16
 		sample func(int16, string) kmsg.Request
-	}{{kmsg.Produce.Int16(), sampleProduce}, {kmsg.Fetch.Int16(), sampleFetch}, {kmsg.ApiVersions.Int16(), sampleApiVersions}} {
+	}{{kmsg.Produce.Int16(), sampleProduce}, {kmsg.Fetch.Int16(), sampleFetch}, {kmsg.ShareFetch.Int16(), sampleShareFetch}, {kmsg.ApiVersions.Int16(), sampleApiVersions}} {
 		for v := int16(0); v <= prescanSchemas[kmsg.Key(tc.key)].max; v++ {
 			body := tc.sample(v, "").AppendTo(nil)
 			if sc, err := prescan(tc.key, v, body); err != nil || sc.off != len(body) {
@@ -332,6 +366,9 @@ func TestPrescanRefusesHostileTagCounts(t *testing.T) {
 	}
 	for _, m := range []string{"top", "replica state", "topic", "partition", "forgotten"} {
 		places = append(places, place{kmsg.Fetch.Int16(), 12, sampleFetch, m})
+	}
+	for _, m := range []string{"top", "topic", "partition", "acknowledgement", "forgotten"} {
+		places = append(places, place{kmsg.ShareFetch.Int16(), 0, sampleShareFetch, m})
 	}
 	for _, p := range places {
 		for v := p.from; v <= prescanSchemas[kmsg.Key(p.key)].max; v++ {
@@ -436,4 +473,52 @@ func FuzzPrescanRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key, version int16, body []byte) {
 		checkPrescanned(t, key, version, body)
 	})
+}
+
+// TestPrescanTopicIDLayouts: from Produce v13 and Fetch v13, and in every ShareFetch, a topic is
+// its 16-byte id and no name. Ids of bytes that would be overflowing uvarints or huge lengths
+// if read as a name's length are read as the fixed bytes they are; an array count after the id
+// that the body cannot hold is refused.
+func TestPrescanTopicIDLayouts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		key, version int16
+		sample       func(int16, string) kmsg.Request
+	}{
+		"Produce v13 names its topic by id only":   {kmsg.Produce.Int16(), 13, sampleProduce},
+		"Fetch v13 names its topic by id only":     {kmsg.Fetch.Int16(), 13, sampleFetch},
+		"Fetch v18 names its topic by id only":     {kmsg.Fetch.Int16(), 18, sampleFetch},
+		"ShareFetch v1 names its topic by id only": {kmsg.ShareFetch.Int16(), 1, sampleShareFetch},
+		"ShareFetch v2 names its topic by id only": {kmsg.ShareFetch.Int16(), 2, sampleShareFetch},
+	} {
+		for _, fillByte := range []byte{0xff, 0x80, 0x00} {
+			req := tc.sample(tc.version, "")
+			id := bytes.Repeat([]byte{fillByte}, 16)
+			setTopicID(req, [16]byte(id))
+			body := req.AppendTo(nil)
+			at := bytes.Index(body, id)
+			if at < 0 {
+				t.Fatalf("%s: the id is not in the body", name)
+			}
+			if sc, err := prescan(tc.key, tc.version, body); err != nil || sc.off != len(body) {
+				t.Errorf("%s, id of %#x bytes: read %d of %d bytes, %v", name, fillByte, sc.off, len(body), err)
+			}
+			// The partitions' count follows the id: a count the body cannot hold is refused.
+			huge := slices.Concat(body[:at+16], []byte{0xff, 0xff, 0xff, 0xff, 0x07}, body[at+17:])
+			if PrescanRequest(tc.key, tc.version, huge) == nil {
+				t.Errorf("%s, id of %#x bytes: a partition count of 2^31 after the id is accepted", name, fillByte)
+			}
+		}
+	}
+}
+
+// setTopicID sets the id of a sample's first topic.
+func setTopicID(req kmsg.Request, id [16]byte) {
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		r.Topics[0].TopicID = id
+	case *kmsg.FetchRequest:
+		r.Topics[0].TopicID = id
+	case *kmsg.ShareFetchRequest:
+		r.Topics[0].TopicID = id
+	}
 }

@@ -37,7 +37,8 @@ type Filters interface {
 	// Wants reports whether requests of key (and their responses) go through the filters.
 	Wants(key int16) bool
 	// Request filters a request frame: it returns the frame to forward, or an answer frame to
-	// send the client instead, and a state its response is filtered with.
+	// send the client instead, and a state its response is filtered with. A nil state says
+	// the filters only read the response: one larger than MaxFrame is relayed without them.
 	Request(frame []byte) (forward, answer []byte, state any, err error)
 	// Response filters the response frame of a request that went through Request.
 	Response(key, version int16, frame []byte, state any) ([]byte, error)
@@ -497,6 +498,9 @@ func (r *responseRelay) awaitResponse(p Pending) (int64, error) {
 func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pending, total int64) error {
 	filters := r.opts.Filters
 	if total-4 > int64(filters.MaxFrame()) {
+		if p.State == nil {
+			return r.relayResponse(mover{src: src, dst: dst, from: r.in, splice: r.opts.Splice}, p, total)
+		}
 		return malformed("%s response of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
 	}
 	read, err := readFrame(src, total)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -146,9 +147,15 @@ func produceErrorMessage(ctx context.Context, t *testing.T, cl *kgo.Client, topi
 }
 
 // rawProduce sends one record to partition 0 in a Produce request of its own (no client
-// retries) and returns the partition's answer.
+// retries) and returns the partition's answer. The client sends the highest version the proxy
+// offers, v13, which names the topic by the id it looks up first (through the proxy, which so
+// learns it too).
 func rawProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic, value string) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || topics[topic].Err != nil {
+		t.Fatalf("the id of %s: %v %v", topic, err, topics[topic].Err)
+	}
 	b := &records.Batch{Header: kmsg.RecordBatch{Magic: 2, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1}, Records: []kmsg.Record{{Value: []byte(value)}}}
 	raw, err := b.Encode()
 	if err != nil {
@@ -157,7 +164,7 @@ func rawProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic, value 
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, topics[topic].ID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Records = raw
 	rt.Partitions = []kmsg.ProduceRequestTopicPartition{rp}

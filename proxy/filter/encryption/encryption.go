@@ -19,6 +19,8 @@
 //   - encryption.go: the filter: Produce requests encrypted per partition (OnRequest), Fetch
 //     responses decrypted (OnResponse, decryptFetch); a record is sealed by sealer.rewrite, with
 //     the DEK from encryptor.dek, and opened by decryptRecord.
+//   - share.go: fetched partitions decrypted (decryptParts), for Fetch and ShareFetch responses
+//     (decryptShareFetch, with the topic names the chain resolved the ids to).
 //   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
 //   - vault.go: VaultKMS, Vault's transit engine over HTTP(S).
 //   - kroxylicious.go: Kroxylicious' record format, read always (decryptRecord dispatches by
@@ -170,8 +172,10 @@ func (e *encryptor) Close() error {
 	return nil
 }
 
-// Keys implements filter.Filter: Produce requests and Fetch responses.
-func (e *encryptor) Keys() []int16 { return []int16{0, 1} }
+// Keys implements filter.Filter: Produce requests, Fetch and ShareFetch responses.
+func (e *encryptor) Keys() []int16 {
+	return []int16{kmsg.Produce.Int16(), kmsg.Fetch.Int16(), kmsg.ShareFetch.Int16()}
+}
 
 // OnRequest encrypts the record values of a Produce request. A partition whose topic's KEK
 // cannot be resolved now (KMS unavailable) is refused with a retriable error and never written
@@ -285,7 +289,7 @@ func (e *encryptor) lookupsFor(x *filter.Exchange) *lookups {
 	return l
 }
 
-// OnResponse adds refused Produce partitions, and decrypts Fetch responses.
+// OnResponse adds refused Produce partitions, and decrypts Fetch and ShareFetch responses.
 func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 	switch resp := x.Response.(type) {
 	case *kmsg.ProduceResponse:
@@ -294,6 +298,8 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 		}
 	case *kmsg.FetchResponse:
 		e.decryptFetch(ctx, x, resp)
+	case *kmsg.ShareFetchResponse:
+		e.decryptShareFetch(ctx, x, resp)
 	}
 	return nil
 }
@@ -304,46 +310,18 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 // is sent without records, as a broker does when a response is full, and comes with a later
 // fetch. Never is ciphertext handed out as if it were the record.
 func (e *encryptor) decryptFetch(ctx context.Context, x *filter.Exchange, resp *kmsg.FetchResponse) {
-	type fetchJob struct {
-		topic string
-		p     *kmsg.FetchResponseTopicPartition
-	}
-	var jobs []fetchJob
+	var jobs []fetchedPart
 	l := e.lookupsFor(x)
 	for i := range resp.Topics {
 		if !e.mayHoldEncrypted(ctx, resp.Topics[i].Topic, l) {
 			continue // passed on as the broker sent it, not decompressed
 		}
 		for j := range resp.Topics[i].Partitions {
-			jobs = append(jobs, fetchJob{resp.Topics[i].Topic, &resp.Topics[i].Partitions[j]})
+			p := &resp.Topics[i].Partitions[j]
+			jobs = append(jobs, fetchedPart{topic: resp.Topics[i].Topic, records: &p.RecordBatches, code: &p.ErrorCode})
 		}
 	}
-	var decoded atomic.Bool // some partition's records went out decrypted
-	spent := make([]bool, len(jobs))
-	eachParallel(len(jobs), worthParallel(jobs, func(j fetchJob) int { return len(j.p.RecordBatches) }), func(i int) {
-		p := jobs[i].p
-		dec, err := e.decryptPartition(ctx, jobs[i].topic, p.RecordBatches, x.Allowance, l)
-		switch {
-		case err == nil:
-			if len(dec) > 0 {
-				decoded.Store(true)
-			}
-			p.RecordBatches = dec
-		case errors.Is(err, records.ErrShareSpent):
-			spent[i], p.RecordBatches = true, nil
-		case errors.Is(err, records.ErrTooLarge):
-			p.ErrorCode, p.RecordBatches = errMessageTooLarge, nil
-		default:
-			p.ErrorCode, p.RecordBatches = errKafkaStorageErr, nil
-		}
-	})
-	// Partitions worked on in parallel spend one share: those that found it spent come with a
-	// later fetch, unless none got through, when the records are too large for any share.
-	for i, s := range spent {
-		if s && !decoded.Load() {
-			jobs[i].p.ErrorCode = errMessageTooLarge
-		}
-	}
+	e.decryptParts(ctx, x, l, jobs)
 }
 
 // mayHoldEncrypted reports whether a fetched topic's records must be decoded to look for
