@@ -115,8 +115,8 @@ type dekState struct {
 }
 
 // build makes the filter from its configuration, reading the Vault token and trust store with
-// readFile; it opens no connection.
-func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
+// env.ReadFile; it opens no connection.
+func build(cfg *Config, env filter.Env) (filter.Filter, error) {
 	e := &encryptor{guard: newKMSGuard(), deks: map[string]*dekState{}, kekSeen: newLRU[bool](maxKEKCache, kekCacheTTL), opened: newLRU[cipher.AEAD](maxDecryptCache, 0)}
 	switch cfg.KMS {
 	case KMSSecret:
@@ -128,7 +128,7 @@ func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
 	case KMSVault:
-		v, err := newVaultKMS(cfg.KMSConfig, readFile)
+		v, err := newVaultKMS(cfg.KMSConfig, env.ReadFile)
 		if err != nil {
 			return nil, err
 		}

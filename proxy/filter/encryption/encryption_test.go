@@ -351,13 +351,13 @@ func mustDecode(t testing.TB, raw []byte) *records.Batch {
 // connection; it refuses what the proxy would refuse at start.
 func TestCheckReadsTheOperatorsFiles(t *testing.T) {
 	vault := `{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://vault.invalid:8200/v1/transit","vaultToken":{"passwordFile":"/opt/kroxylicious/secrets/filter/vault/token"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`
-	files := func(m map[string]string) filter.ReadFile {
-		return func(p string) ([]byte, error) {
+	files := func(m map[string]string) filter.Env {
+		return filter.Env{ReadFile: func(p string) ([]byte, error) {
 			if v, ok := m[p]; ok {
 				return []byte(v), nil
 			}
 			return nil, os.ErrNotExist
-		}
+		}}
 	}
 	typ := "io.kroxylicious.filter.encryption.RecordEncryption"
 	if err := filter.Check(typ, json.RawMessage(vault), files(map[string]string{"/opt/kroxylicious/secrets/filter/vault/token": "hvs.x"})); err != nil {
