@@ -19,11 +19,13 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter/records"
 )
 
-// countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail.
+// countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail: down, as a
+// KMS that cannot answer; or with generateErr, what GenerateDEK answers.
 type countingKMS struct {
 	KMS
 	exists, generated, decrypted int
 	down                         bool
+	generateErr                  error
 }
 
 func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
@@ -36,6 +38,9 @@ func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
 
 func (c *countingKMS) GenerateDEK(ctx context.Context, id string) ([]byte, []byte, error) {
 	c.generated++
+	if c.generateErr != nil {
+		return nil, nil, c.generateErr
+	}
 	return c.KMS.GenerateDEK(ctx, id)
 }
 
@@ -94,6 +99,12 @@ func produce(topic string, raw []byte) *filter.Exchange {
 // fetched runs a Fetch response carrying raw through the filter and returns the partition.
 func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchResponseTopicPartition {
 	t.Helper()
+	return fetchedWith(context.Background(), t, e, topic, raw)
+}
+
+// fetchedWith is fetched with a context (and its logger).
+func fetchedWith(ctx context.Context, t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchResponseTopicPartition {
+	t.Helper()
 	resp := kmsg.NewPtrFetchResponse()
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = topic
@@ -101,7 +112,7 @@ func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchRes
 	rp.RecordBatches = bytes.Clone(raw) // each response is bytes of its own: the filter decrypts in place
 	rt.Partitions = []kmsg.FetchResponseTopicPartition{rp}
 	resp.Topics = []kmsg.FetchResponseTopic{rt}
-	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
+	if err := e.OnResponse(ctx, &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0]
@@ -223,16 +234,20 @@ func TestProduceRefusals(t *testing.T) {
 		extra, topic string
 		raw          []byte
 		down         bool
+		generateErr  error
 		want         int16
 	}{
 		"KMS down":               {topic: "secrets", raw: batch(t, 0, []byte("x")), down: true, want: errRequestTimedOut},
+		"the KMS refuses DEKs":   {topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKMSRefused, want: errKMSRefused},
+		"KEK gone, REJECT":       {extra: `,"unresolvedKeyPolicy":"REJECT"`, topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKEKNotFound, want: errPolicyViolation},
+		"KEK gone, passed on":    {topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKEKNotFound, want: -1},
 		"no KEK, REJECT":         {extra: `,"unresolvedKeyPolicy":"REJECT"`, topic: "other", raw: batch(t, 0, []byte("x")), want: errPolicyViolation},
 		"message format v1":      {topic: "secrets", raw: v1, want: errUnsupportedFmt},
 		"a partial batch":        {topic: "secrets", raw: batch(t, 0, []byte("x"))[:30], want: errCorruptMessage},
 		"no KEK, passed through": {topic: "other", raw: batch(t, 0, []byte("x")), want: -1},
 	} {
 		e, kms := newTestFilter(t, tc.extra)
-		kms.down = tc.down
+		kms.down, kms.generateErr = tc.down, tc.generateErr
 		x := produce(tc.topic, tc.raw)
 		if err := e.OnRequest(context.Background(), x); err != nil {
 			t.Fatal(err)
@@ -294,6 +309,7 @@ func TestConfigRefused(t *testing.T) {
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK"}}`:                                                                                                                                    "has no $(topicName)",
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"unresolvedKeyPolicy":"DROP"}`:                                                                                              `"DROP" is not`,
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"typo":1}`:                                                                                                                  "unknown field",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"experimental":{"maxEncryptionsPerDek":0}}`:                                                                                 "experimental.maxEncryptionsPerDek",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"vault:8200"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                        "is not an http(s) URL",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"passwordFile":"/nonexistent"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                  "no token",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"password":"t"},"tls":{"key":{"storeFile":"/k"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                "client certificates",
