@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +13,10 @@ import (
 	"github.com/kafkalink/kafkalink/internal/monitoringpack"
 )
 
-// TestProxyExposesEveryMetricOfTheMonitoringPack scrapes a proxy that relayed real traffic and
-// refused one TLS handshake, and finds there every proxy metric that manifests/monitoring's rules
-// and dashboards name (read from those files), and the per-request metrics with sensible values.
+// TestProxyExposesEveryMetricOfTheMonitoringPack scrapes a proxy that relayed real traffic, some
+// of it through the RecordEncryption filter, and refused one TLS handshake, and finds there every
+// proxy metric that manifests/monitoring's rules and dashboards name (read from those files), and
+// the per-request and encryption metrics with sensible values.
 func TestProxyExposesEveryMetricOfTheMonitoringPack(t *testing.T) {
 	packDir, err := monitoringpack.Dir()
 	if err != nil {
@@ -39,11 +42,19 @@ func TestProxyExposesEveryMetricOfTheMonitoringPack(t *testing.T) {
 	pki := newPKI(t)
 	kc := fakeKafka(t, nil, "")
 	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	keys := dir + "/keks"
+	if err := os.MkdirAll(keys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, keys+"/KEK_sealed", bytes.Repeat([]byte{7}, 32))
+	encrypt := fmt.Sprintf("  filters:\n  - name: encrypt\n    type: RecordEncryption\n    config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %s}, selector: TemplateKekSelector, selectorConfig: {template: \"KEK_$(topicName)\"}}\n", keys)
 	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
-		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
+		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}, {Name: "e", Prefix: "e", Target: kc.ListenAddrs()[0], FiltersYAML: encrypt}}}
 	p := startProxy(t, writeConfig(t, dir, pc))
 	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
 	produceConsume(t, ctx, opts, "metrics", 50)
+	encrypted, _ := clientOpts(fmt.Sprintf("e-bootstrap.kafka.test:%d", pc.Port), pki.pool, "", nil)
+	produceConsume(t, ctx, encrypted, "sealed", 5)
 	if c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", pc.Port), &tls.Config{ServerName: "nope.kafka.test", InsecureSkipVerify: true}); err == nil {
 		c.Close()
 		t.Fatal("unknown SNI accepted")
@@ -73,9 +84,20 @@ func TestProxyExposesEveryMetricOfTheMonitoringPack(t *testing.T) {
 		`kafkalink_proxy_node_connections_active{node_id="bootstrap",virtual_cluster="a"}`,
 		`kafkalink_proxy_node_connections_active{node_id="0",virtual_cluster="a"}`,
 		`kafkalink_proxy_upstream_errors_total{reason="unknown_broker",virtual_cluster="a"} 0`,
+		`kafkalink_proxy_encryption_deks_created_total{virtual_cluster="e"} 1`,
+		`kafkalink_proxy_encryption_kms_operations_total{operation="generate_dek",outcome="ok",virtual_cluster="e"} 1`,
+		`kafkalink_proxy_encryption_kms_operations_total{operation="decrypt_dek",outcome="unavailable",virtual_cluster="e"} 0`,
 	} {
 		if !strings.Contains(exposition, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// Every record produced through e was encrypted and came back decrypted (a retried batch or a
+	// refetch counts again).
+	for _, series := range []string{`kafkalink_proxy_encryption_records_encrypted_total{topic="sealed",virtual_cluster="e"}`,
+		`kafkalink_proxy_encryption_records_decrypted_total{topic="sealed",virtual_cluster="e"}`} {
+		if n := sample(t, exposition, series); n < 5 {
+			t.Errorf("%s = %v, want at least the 5 records produced", series, n)
 		}
 	}
 	// Every response answers one request, and each was timed.
