@@ -194,8 +194,8 @@ func TestVaultAnswersAreMapped(t *testing.T) {
 			}
 			err = tc.call(t.Context(), k, edek)
 			for _, sentinel := range []error{ErrKEKNotFound, ErrKMSRefused, ErrKMSUnavailable} {
-				if errors.Is(err, sentinel) != (sentinel == tc.want) {
-					t.Errorf("%v: is %v %v, want %v", err, sentinel, errors.Is(err, sentinel), sentinel == tc.want)
+				if want := errors.Is(tc.want, sentinel); errors.Is(err, sentinel) != want {
+					t.Errorf("%v: is %v %v, want %v", err, sentinel, !want, want)
 				}
 			}
 		})
