@@ -104,78 +104,84 @@ func newVaultFilter(t *testing.T, standIn *proxytest.Transit, template, extra st
 	return f.(*encryptor)
 }
 
+// vaultAnswer is a case of TestVaultAnswersAreMapped: what changes in Vault after a DEK was
+// wrapped (edek), the call, and the KMS error it must give.
+type vaultAnswer struct {
+	prepare func(v *proxytest.Transit, edek []byte)
+	mount   string // the transit engine's path, /v1/transit unless set
+	call    func(ctx context.Context, k *VaultKMS, edek []byte) error
+	want    error
+}
+
+var vaultAnswers = map[string]vaultAnswer{
+	"a datakey under a key that does not exist is a missing KEK": {
+		call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
+			_, _, err := k.GenerateDEK(ctx, "KEK_missing")
+			return err
+		},
+		want: ErrKEKNotFound,
+	},
+	"a decrypt under a key deleted since is a missing KEK": {
+		prepare: func(v *proxytest.Transit, _ []byte) { v.Delete("KEK_secrets") },
+		call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
+			_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
+			return err
+		},
+		want: ErrKEKNotFound,
+	},
+	"a decrypt of a key version below min_decryption_version is refused": {
+		prepare: func(v *proxytest.Transit, _ []byte) {
+			v.Rotate("KEK_secrets")
+			v.SetMinDecryptionVersion("KEK_secrets", 2)
+		},
+		call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
+			_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
+			return err
+		},
+		want: ErrKMSRefused,
+	},
+	"a decrypt of what is not Vault's ciphertext is refused": {
+		call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
+			_, err := k.DecryptDEK(ctx, "KEK_secrets", []byte("not-vault"))
+			return err
+		},
+		want: ErrKMSRefused,
+	},
+	"a sealed Vault is unavailable": {
+		prepare: func(v *proxytest.Transit, _ []byte) { v.Break(true, "") },
+		call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
+			_, _, err := k.GenerateDEK(ctx, "KEK_secrets")
+			return err
+		},
+		want: ErrKMSUnavailable,
+	},
+	"a refused token is unavailable": {
+		prepare: func(v *proxytest.Transit, _ []byte) { v.Break(false, "another") },
+		call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
+			_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
+			return err
+		},
+		want: ErrKMSUnavailable,
+	},
+	"a path where no transit engine is mounted is unavailable, not a missing KEK": {
+		mount: "/v1/transit-typo",
+		call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
+			exists, err := k.Exists(ctx, "KEK_secrets")
+			if exists {
+				return errors.New("exists")
+			}
+			return err
+		},
+		want: ErrKMSUnavailable,
+	},
+}
+
 // TestVaultAnswersAreMapped: each answer Vault gives (as its transit backend does) is the
 // KMS error the filter acts on: a key that does not exist is a missing KEK whichever endpoint
 // says so, a request Vault will never grant is refused, and a Vault that cannot answer now is
 // unavailable.
 func TestVaultAnswersAreMapped(t *testing.T) {
-	for name, tc := range map[string]struct {
-		prepare func(v *proxytest.Transit, edek []byte)
-		mount   string // the transit engine's path, /v1/transit unless set
-		call    func(ctx context.Context, k *VaultKMS, edek []byte) error
-		want    error
-	}{
-		"a datakey under a key that does not exist is a missing KEK": {
-			call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
-				_, _, err := k.GenerateDEK(ctx, "KEK_missing")
-				return err
-			},
-			want: ErrKEKNotFound,
-		},
-		"a decrypt under a key deleted since is a missing KEK": {
-			prepare: func(v *proxytest.Transit, _ []byte) { v.Delete("KEK_secrets") },
-			call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
-				_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
-				return err
-			},
-			want: ErrKEKNotFound,
-		},
-		"a decrypt of a key version below min_decryption_version is refused": {
-			prepare: func(v *proxytest.Transit, _ []byte) {
-				v.Rotate("KEK_secrets")
-				v.SetMinDecryptionVersion("KEK_secrets", 2)
-			},
-			call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
-				_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
-				return err
-			},
-			want: ErrKMSRefused,
-		},
-		"a decrypt of what is not Vault's ciphertext is refused": {
-			call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
-				_, err := k.DecryptDEK(ctx, "KEK_secrets", []byte("not-vault"))
-				return err
-			},
-			want: ErrKMSRefused,
-		},
-		"a sealed Vault is unavailable": {
-			prepare: func(v *proxytest.Transit, _ []byte) { v.Break(true, "") },
-			call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
-				_, _, err := k.GenerateDEK(ctx, "KEK_secrets")
-				return err
-			},
-			want: ErrKMSUnavailable,
-		},
-		"a refused token is unavailable": {
-			prepare: func(v *proxytest.Transit, _ []byte) { v.Break(false, "another") },
-			call: func(ctx context.Context, k *VaultKMS, edek []byte) error {
-				_, err := k.DecryptDEK(ctx, "KEK_secrets", edek)
-				return err
-			},
-			want: ErrKMSUnavailable,
-		},
-		"a path where no transit engine is mounted is unavailable, not a missing KEK": {
-			mount: "/v1/transit-typo",
-			call: func(ctx context.Context, k *VaultKMS, _ []byte) error {
-				exists, err := k.Exists(ctx, "KEK_secrets")
-				if exists {
-					return errors.New("exists")
-				}
-				return err
-			},
-			want: ErrKMSUnavailable,
-		},
-	} {
+	for name, tc := range vaultAnswers {
 		t.Run(name, func(t *testing.T) {
 			standIn := proxytest.NewTransit("hvs.t", "KEK_secrets")
 			srv := httptest.NewServer(standIn)
