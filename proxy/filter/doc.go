@@ -20,8 +20,10 @@
 //     stay the same: reloads reuse it (and what its filters cache), and close it once replaced.
 //
 // Files:
-//   - registry.go: RegisterTyped (each filter's config as a Go type, decoded strictly once), New,
-//     Check (the operator's check of a KafkaFilter), Types.
+//   - registry.go: RegisterTyped (each filter's config as a Go type, decoded strictly once, built
+//     with an Env: the files it may read and its virtual cluster's name), New, Check (the
+//     operator's check of a KafkaFilter), Types.
+//   - metrics.go: RegisterCollectors, the filter packages' Prometheus collectors the proxy exposes.
 //   - filter.go: Filter, Exchange, Chain and its per-connection Conn: decoding a request or
 //     response, the proxy's own rules before filters run (versions capped at what kmsg decodes,
 //     Fetch sizes lowered by capFetch, responses made to fit by fitFetch), error answers.

@@ -93,6 +93,7 @@ func (x *Exchange) Get(f Filter) any { return x.state[f] }
 // Conn, the relay's kafka.Filters. Chains (lifecycle.go) keeps it across reloads.
 type Chain struct {
 	ctx     context.Context
+	vc      string // the virtual cluster's name, for its filters' metrics
 	filters []Filter
 	wants   map[int16][]Filter
 	lim     Limits
@@ -114,10 +115,10 @@ func DefaultLimits() Limits {
 	return LimitsFrom(c.Limits, defaultBudget)
 }
 
-// NewChain builds a virtual cluster's filters, with DefaultLimits; any unknown type or bad
+// NewChain builds the filters of virtual cluster vc, with DefaultLimits; any unknown type or bad
 // config is an error naming the filter, and the virtual cluster must then not be served.
-func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
-	c, err := newChain(ctx, filters, DefaultLimits())
+func NewChain(ctx context.Context, vc string, filters []config.Filter) (*Chain, error) {
+	c, err := newChain(ctx, vc, filters, DefaultLimits())
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +127,8 @@ func NewChain(ctx context.Context, filters []config.Filter) (*Chain, error) {
 
 // newChain builds a chain. When a filter cannot be built, those built before it are closed, and
 // the chain is returned with the error only for the files its filters read.
-func newChain(ctx context.Context, filters []config.Filter, lim Limits) (*Chain, error) {
-	c := &Chain{ctx: ctx, wants: map[int16][]Filter{}, lim: lim, sum: filtersSum(filters), files: fileSums{}, ids: newTopicIDs(maxTopicIDs)}
+func newChain(ctx context.Context, vc string, filters []config.Filter, lim Limits) (*Chain, error) {
+	c := &Chain{ctx: ctx, vc: vc, wants: map[int16][]Filter{}, lim: lim, sum: filtersSum(filters), files: fileSums{}, ids: newTopicIDs(maxTopicIDs)}
 	for _, fc := range filters {
 		f, err := c.build(fc)
 		if err != nil {
@@ -147,7 +148,7 @@ func (c *Chain) build(fc config.Filter) (Filter, error) {
 	if lookup(fc.Type) == nil {
 		return nil, fmt.Errorf("filter %s: type %s is not implemented by kafkalink-proxy (it implements %v)", fc.Name, fc.Type, Types())
 	}
-	f, err := New(fc.Type, fc.Config, c.files.read)
+	f, err := New(fc.Type, fc.Config, Env{ReadFile: c.files.read, VirtualCluster: c.vc})
 	if err != nil {
 		return nil, fmt.Errorf("filter %s (%s): %w", fc.Name, fc.Type, err)
 	}

@@ -40,14 +40,14 @@ func (g *grow) OnResponse(_ context.Context, x *filter.Exchange) error {
 }
 
 func init() {
-	filter.RegisterTyped(func(cfg *struct{ N int }, _ filter.ReadFile) (filter.Filter, error) {
+	filter.RegisterTyped(func(cfg *struct{ N int }, _ filter.Env) (filter.Filter, error) {
 		return &grow{n: cfg.N}, nil
 	}, "test.Grow")
 }
 
 func chain(t *testing.T, n int, maxFrame int) *filter.Chain {
 	t.Helper()
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "g", Type: "test.Grow", Config: json.RawMessage(`{"N":` + itoa(n) + `}`)}})
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "g", Type: "test.Grow", Config: json.RawMessage(`{"N":` + itoa(n) + `}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestDecodedValuesCharged(t *testing.T) {
 		req.Topics = append(req.Topics, rt)
 	}
 	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 7)
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "g", Type: "test.Grow", Config: json.RawMessage(`{"N":0}`)}})
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "g", Type: "test.Grow", Config: json.RawMessage(`{"N":0}`)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func (p *Plan) Chain(ctx context.Context, vc string, filters []config.Filter, li
 		p.next[vc] = live
 		return live, nil
 	}
-	c, err := newChain(ctx, filters, lim)
+	c, err := newChain(ctx, vc, filters, lim)
 	if err != nil {
 		maps.Copy(p.failed, c.files)
 		return nil, err

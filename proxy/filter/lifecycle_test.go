@@ -24,11 +24,11 @@ func (c counted) Close() error                                     { c.closed.Ad
 var builds, closes atomic.Int32
 
 func init() {
-	filter.RegisterTyped(func(cfg *struct{ File, Fail string }, readFile filter.ReadFile) (filter.Filter, error) {
+	filter.RegisterTyped(func(cfg *struct{ File, Fail string }, env filter.Env) (filter.Filter, error) {
 		if cfg.Fail != "" {
 			return nil, errors.New(cfg.Fail)
 		}
-		if _, err := readFile(cfg.File); err != nil {
+		if _, err := env.ReadFile(cfg.File); err != nil {
 			return nil, err
 		}
 		builds.Add(1)

@@ -13,14 +13,23 @@ import (
 // operator.
 type ReadFile func(path string) ([]byte, error)
 
+// Env is what a filter is built with besides its configuration.
+type Env struct {
+	// ReadFile reads the files the configuration names.
+	ReadFile ReadFile
+	// VirtualCluster is the name of the virtual cluster whose chain the filter is in, for the
+	// labels of its metrics; empty in the operator's check, which serves no traffic.
+	VirtualCluster string
+}
+
 // Build makes a filter from its configuration, already decoded into the filter's own Go type C,
-// reading the files it names with readFile. It opens no connection: the operator runs it to
+// reading the files it names with env.ReadFile. It opens no connection: the operator runs it to
 // check a configuration, with the Secrets the placeholders name, so that a route reports a wrong
 // configuration in its status instead of the proxy refusing the virtual cluster.
-type Build[C any] func(cfg *C, readFile ReadFile) (Filter, error)
+type Build[C any] func(cfg *C, env Env) (Filter, error)
 
 // builder is a registered type's Build with the strict decode of its configuration in front.
-type builder func(raw json.RawMessage, readFile ReadFile) (Filter, error)
+type builder func(raw json.RawMessage, env Env) (Filter, error)
 
 var (
 	registryMu sync.RWMutex
@@ -32,12 +41,12 @@ var (
 // config is decoded into C once, strictly (DecodeStrict), for both the proxy and the operator's
 // check.
 func RegisterTyped[C any](build Build[C], names ...string) {
-	b := func(raw json.RawMessage, readFile ReadFile) (Filter, error) {
+	b := func(raw json.RawMessage, env Env) (Filter, error) {
 		cfg := new(C)
 		if err := DecodeStrict(raw, cfg); err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		return build(cfg, readFile)
+		return build(cfg, env)
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
@@ -62,23 +71,23 @@ func lookup(typ string) builder {
 }
 
 // New builds a filter of a registered type from its configuration, as a chain would.
-func New(typ string, config json.RawMessage, readFile ReadFile) (Filter, error) {
+func New(typ string, config json.RawMessage, env Env) (Filter, error) {
 	b := lookup(typ)
 	if b == nil {
 		return nil, fmt.Errorf("type %s is not implemented by kafkalink-proxy (it implements %v)", typ, Types())
 	}
-	return b(config, readFile)
+	return b(config, env)
 }
 
 // Check checks a configuration of a filter type this proxy implements, as the proxy would build
 // it; a type it does not implement (another proxy image's) is not checked. What the check built
 // is closed at once.
-func Check(typ string, config json.RawMessage, readFile ReadFile) error {
+func Check(typ string, config json.RawMessage, env Env) error {
 	b := lookup(typ)
 	if b == nil {
 		return nil
 	}
-	f, err := b(config, readFile)
+	f, err := b(config, env)
 	if err != nil {
 		return err
 	}

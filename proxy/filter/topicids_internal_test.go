@@ -38,7 +38,7 @@ func TestTopicIDMapIsBounded(t *testing.T) {
 // TestChainLearnsUpToItsBound: a Metadata response naming more topics than maxTopicIDs (a
 // client listing every topic of a large cluster) leaves the chain holding the last maxTopicIDs.
 func TestChainLearnsUpToItsBound(t *testing.T) {
-	c, err := newChain(t.Context(), nil, DefaultLimits())
+	c, err := newChain(t.Context(), "", nil, DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

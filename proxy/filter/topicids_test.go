@@ -97,7 +97,7 @@ var (
 )
 
 func init() {
-	filter.RegisterTyped(func(cfg *struct{ ID, Refuse string }, _ filter.ReadFile) (filter.Filter, error) {
+	filter.RegisterTyped(func(cfg *struct{ ID, Refuse string }, _ filter.Env) (filter.Filter, error) {
 		seersMu.Lock()
 		defer seersMu.Unlock()
 		s := &seer{refuse: cfg.Refuse}
@@ -110,7 +110,7 @@ func init() {
 func seerChain(t *testing.T, refuse string) (*filter.Chain, *seer) {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]string{"ID": t.Name(), "Refuse": refuse})
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "seer", Type: "test.Seer", Config: raw}})
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "seer", Type: "test.Seer", Config: raw}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,32 +10,46 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 )
 
 // Transit answers the three endpoints of Vault's transit engine that the RecordEncryption
 // filter calls (keys/NAME, datakey/plaintext/NAME, decrypt/NAME), as Vault's API documentation
-// describes them: no Vault or OpenBao version builds from the module proxy here
-// (docs/record-encryption.md, Tests). Its keys are real AES-256-GCM keys, and it counts calls.
+// and its transit backend answer them: no Vault or OpenBao version builds from the module proxy
+// here (docs/record-encryption.md, Tests). Its keys are real AES-256-GCM keys with versions
+// (Rotate) and a min_decryption_version (SetMinDecryptionVersion), and it counts calls.
 type Transit struct {
 	mu     sync.Mutex
 	token  string
-	keys   map[string]cipher.AEAD
+	keys   map[string]*transitKey
 	sealed bool
 	calls  map[string]int
 }
 
+// transitKey is one named key: its versions (index 0 is version 1) and the oldest version
+// decrypt accepts.
+type transitKey struct {
+	versions      []cipher.AEAD
+	minDecryption int
+}
+
 // NewTransit is a transit engine that accepts token and holds a new key for each name.
 func NewTransit(token string, names ...string) *Transit {
-	v := &Transit{token: token, keys: map[string]cipher.AEAD{}, calls: map[string]int{}}
+	v := &Transit{token: token, keys: map[string]*transitKey{}, calls: map[string]int{}}
 	for _, n := range names {
-		k := make([]byte, 32)
-		_, _ = rand.Read(k)
-		b, _ := aes.NewCipher(k)
-		v.keys[n], _ = cipher.NewGCM(b)
+		v.keys[n] = &transitKey{versions: []cipher.AEAD{newAEAD()}, minDecryption: 1}
 	}
 	return v
+}
+
+func newAEAD() cipher.AEAD {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	b, _ := aes.NewCipher(k)
+	aead, _ := cipher.NewGCM(b)
+	return aead
 }
 
 // Calls is how often an endpoint ("keys", "datakey", "decrypt") was called.
@@ -56,26 +70,58 @@ func (v *Transit) Break(sealed bool, token string) {
 	}
 }
 
+// Rotate adds a new version of a key (vault write -f transit/keys/NAME/rotate): datakey wraps
+// under it from now on.
+func (v *Transit) Rotate(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	k := v.keys[name]
+	k.versions = append(k.versions, newAEAD())
+}
+
+// SetMinDecryptionVersion sets a key's min_decryption_version (vault write
+// transit/keys/NAME/config min_decryption_version=N): decrypt refuses older ciphertext.
+func (v *Transit) SetMinDecryptionVersion(name string, version int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.keys[name].minDecryption = version
+}
+
+// Delete deletes a key (vault delete transit/keys/NAME, once deletion_allowed).
+func (v *Transit) Delete(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.keys, name)
+}
+
 // ServeHTTP implements http.Handler.
 func (v *Transit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	op, name, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/v1/transit/"), "/")
+	rest, mounted := strings.CutPrefix(r.URL.Path, "/v1/transit/")
+	op, name, _ := strings.Cut(rest, "/")
 	if op == "datakey" {
 		name = strings.TrimPrefix(name, "plaintext/")
 	}
 	v.calls[op]++
 	switch {
 	case v.sealed:
-		reply(w, http.StatusServiceUnavailable, map[string]any{"errors": []string{"Vault is sealed"}})
+		reply(w, http.StatusServiceUnavailable, vaultErrors("Vault is sealed"))
 		return
 	case r.Header.Get("X-Vault-Token") != v.token:
-		reply(w, http.StatusForbidden, map[string]any{"errors": []string{"permission denied"}})
+		reply(w, http.StatusForbidden, vaultErrors("permission denied"))
+		return
+	case !mounted:
+		reply(w, http.StatusNotFound, vaultErrors(fmt.Sprintf("no handler for route %q. route entry not found.", strings.TrimPrefix(r.URL.Path, "/v1/"))))
 		return
 	}
 	key := v.keys[name]
-	if key == nil {
-		reply(w, http.StatusNotFound, map[string]any{"errors": []string{}})
+	switch {
+	case key == nil && op == "keys":
+		reply(w, http.StatusNotFound, vaultErrors()) // a read of nothing: no error text
+		return
+	case key == nil:
+		reply(w, http.StatusBadRequest, vaultErrors("encryption key not found"))
 		return
 	}
 	var body struct {
@@ -85,29 +131,58 @@ func (v *Transit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	switch {
 	case op == "keys" && r.Method == http.MethodGet:
-		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"name": name, "type": "aes256-gcm96"}})
+		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"name": name, "type": "aes256-gcm96",
+			"latest_version": len(key.versions), "min_decryption_version": key.minDecryption}})
 	case op == "datakey" && r.Method == http.MethodPost && body.Bits == 256:
 		dek := make([]byte, 32)
 		_, _ = rand.Read(dek)
-		nonce := make([]byte, key.NonceSize())
+		latest := key.versions[len(key.versions)-1]
+		nonce := make([]byte, latest.NonceSize())
 		_, _ = rand.Read(nonce)
 		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"plaintext": base64.StdEncoding.EncodeToString(dek),
-			"ciphertext": "vault:v1:" + base64.StdEncoding.EncodeToString(key.Seal(nonce, nonce, dek, nil))}})
-	case op == "decrypt" && r.Method == http.MethodPost && strings.HasPrefix(body.Ciphertext, "vault:v1:"):
-		raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(body.Ciphertext, "vault:v1:"))
-		n := key.NonceSize()
-		if len(raw) < n {
-			raw = make([]byte, n)
-		}
-		dek, err := key.Open(nil, raw[:n], raw[n:], nil)
-		if err != nil {
-			reply(w, http.StatusBadRequest, map[string]any{"errors": []string{"cipher: message authentication failed"}})
-			return
-		}
-		reply(w, http.StatusOK, map[string]any{"data": map[string]any{"plaintext": base64.StdEncoding.EncodeToString(dek)}})
+			"ciphertext": fmt.Sprintf("vault:v%d:%s", len(key.versions), base64.StdEncoding.EncodeToString(latest.Seal(nonce, nonce, dek, nil)))}})
+	case op == "decrypt" && r.Method == http.MethodPost:
+		key.decrypt(w, body.Ciphertext)
 	default:
-		reply(w, http.StatusBadRequest, map[string]any{"errors": []string{"unsupported request"}})
+		reply(w, http.StatusBadRequest, vaultErrors("unsupported request"))
 	}
+}
+
+// decrypt answers decrypt/NAME for one ciphertext, with Vault's errors: a version below
+// min_decryption_version is refused before anything is decrypted.
+func (k *transitKey) decrypt(w http.ResponseWriter, ciphertext string) {
+	rest, ok := strings.CutPrefix(ciphertext, "vault:v")
+	verText, b64, ok2 := strings.Cut(rest, ":")
+	ver, err := strconv.Atoi(verText)
+	if !ok || !ok2 || err != nil || ver < 1 {
+		reply(w, http.StatusBadRequest, vaultErrors("invalid ciphertext: no prefix"))
+		return
+	}
+	if ver < k.minDecryption {
+		reply(w, http.StatusBadRequest, vaultErrors("ciphertext or signature version is disallowed by policy (too old)"))
+		return
+	}
+	if ver > len(k.versions) {
+		reply(w, http.StatusBadRequest, vaultErrors("invalid key version"))
+		return
+	}
+	aead := k.versions[ver-1]
+	raw, _ := base64.StdEncoding.DecodeString(b64)
+	n := aead.NonceSize()
+	if len(raw) < n {
+		raw = make([]byte, n)
+	}
+	dek, err := aead.Open(nil, raw[:n], raw[n:], nil)
+	if err != nil {
+		reply(w, http.StatusBadRequest, vaultErrors("cipher: message authentication failed"))
+		return
+	}
+	reply(w, http.StatusOK, map[string]any{"data": map[string]any{"plaintext": base64.StdEncoding.EncodeToString(dek)}})
+}
+
+// vaultErrors is Vault's error body.
+func vaultErrors(texts ...string) map[string]any {
+	return map[string]any{"errors": append([]string{}, texts...)}
 }
 
 func reply(w http.ResponseWriter, code int, body any) {

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/filter"
 )
 
 // Metrics are the proxy's Prometheus metrics, labelled by virtual cluster where it applies.
@@ -53,7 +55,8 @@ type Metrics struct {
 // that wait for a rebalance.
 var DurationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
-// NewMetrics registers the proxy metrics on a fresh registry.
+// NewMetrics registers the proxy metrics on a fresh registry, the filters' (filter.Collectors)
+// included.
 func NewMetrics() *Metrics {
 	vc := []string{"virtual_cluster"}
 	m := &Metrics{
@@ -103,6 +106,7 @@ func NewMetrics() *Metrics {
 		m.Rewrites, m.DroppedEndpoints, m.MalformedFrames, m.Refused, m.Reloads, m.ConnectionLimit, m.Refusals, m.Panics, m.LoadErrors,
 		m.Requests, m.RequestDuration, m.NodeConnections,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(filter.Collectors()...)
 	// Reported as 0 from the start, so rate() sees the first refusal and dashboards have a series.
 	for _, r := range []string{refusedMaxConnections, refusedPerSource, refusedHandshakeRate, refusedDraining, refusedFirstRequest} {
 		m.Refusals.WithLabelValues(r)

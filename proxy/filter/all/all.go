@@ -18,10 +18,10 @@ func Types() []string { return filter.Types() }
 // the content the proxy's pod will have; a type kafkalink-proxy does not implement is not
 // checked.
 func Check(typ string, config []byte, files map[string][]byte) error {
-	return filter.Check(typ, config, func(path string) ([]byte, error) {
+	return filter.Check(typ, config, filter.Env{ReadFile: func(path string) ([]byte, error) {
 		if b, ok := files[path]; ok {
 			return b, nil
 		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-	})
+	}})
 }

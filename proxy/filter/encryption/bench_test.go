@@ -16,7 +16,7 @@ import (
 func BenchmarkChain16KiB(b *testing.B) {
 	e, _ := newTestFilter(b, "")
 	dir := e.kms.(*countingKMS).KMS.(SecretKMS).Dir
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "e", Type: "RecordEncryption",
+	c, err := filter.NewChain(context.Background(), "bench", []config.Filter{{Name: "e", Type: "RecordEncryption",
 		Config: []byte(`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"` + dir + `"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`)}})
 	if err != nil {
 		b.Fatal(err)

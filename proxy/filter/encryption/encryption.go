@@ -8,10 +8,12 @@
 //	selector: TemplateKekSelector
 //	selectorConfig: {template: "KEK_$(topicName)"}
 //	unresolvedKeyPolicy: PASSTHROUGH_UNENCRYPTED   # or REJECT: topics without a KEK
+//	experimental: {maxEncryptionsPerDek: 1048576}  # DEK lifetime and caches (tuning.go)
 //
 // Each produced record value is encrypted with AES-256-GCM under a data key (DEK) that the KMS
-// wraps with the topic's key-encryption key (KEK). A DEK serves at most maxRecordsPerDEK records
-// and maxDEKAge, then a new one is made: there is never one KMS call per record. The wrapped DEK
+// wraps with the topic's key-encryption key (KEK). A DEK serves a bounded number of records for a
+// bounded time (by default maxRecordsPerDEK and maxDEKAge), then a new one is made: there is
+// never one KMS call per record. The wrapped DEK
 // travels in the record; the format is in docs/record-encryption.md. Keys and headers are not
 // encrypted. A record that was never encrypted passes through on fetch.
 //
@@ -27,6 +29,8 @@
 //     header) and written with experimental.recordFormat KROXYLICIOUS_V2 (rewriter).
 //   - guard.go: what clients can make the filter look up: legal topic and KEK names, look-ups per
 //     request and per connection, the KMS rate limiter, the bounded caches (lru).
+//   - tuning.go: the experimental settings of DEK lifetime and caches, under Kroxylicious' names.
+//   - metrics.go: the filter's Prometheus metrics, by virtual cluster (docs/monitoring.md).
 package encryption
 
 import (
@@ -63,13 +67,14 @@ type Config struct {
 		Template string `json:"template"`
 	} `json:"selectorConfig"`
 	UnresolvedKeyPolicy string `json:"unresolvedKeyPolicy,omitempty"`
-	// Experimental holds Kroxylicious' experimental tuning, accepted and ignored, and
-	// kafkalink's recordFormat (kroxylicious.go).
+	// Experimental holds Kroxylicious' experimental settings: those of DEK lifetime and caches are
+	// read by parseTuning, kafkalink's recordFormat by writesKroxylicious, others ignored.
 	Experimental json.RawMessage `json:"experimental,omitempty"`
 }
 
-// Limits of one DEK's use, how long a KEK's existence is remembered, and the sizes of the
-// caches (clients choose topic names, so the KEK cache is bounded too).
+// The defaults of the limits of one DEK's use, of how long a KEK's existence is remembered, and
+// of the sizes of the caches (clients choose topic names, so the KEK cache is bounded too); the
+// configuration's experimental settings change them (tuning.go).
 const (
 	maxRecordsPerDEK = 1 << 20
 	maxDEKAge        = time.Hour
@@ -93,6 +98,10 @@ var (
 	errPolicyViolation = kerr.PolicyViolation.Code             // a topic without a KEK under REJECT
 	errKafkaStorageErr = kerr.KafkaStorageError.Code           // retriable, on fetch: a DEK cannot be unwrapped now
 	errInvalidRecord   = kerr.InvalidRecord.Code               // a control batch from a client
+	// errKMSRefused is what a partition gets when the KMS will never do what it needs: not
+	// retried (POLICY_VIOLATION is no retriable error for franz-go or the Java client), so
+	// consumers and producers stop and say so instead of waiting for ever.
+	errKMSRefused = kerr.PolicyViolation.Code
 )
 
 const (
@@ -104,27 +113,34 @@ type encryptor struct {
 	kms      KMS
 	template string
 	reject   bool
+	tune     tuning
+	m        *metrics
 	// kroxylicious: values are written in Kroxylicious' format (both formats are always read).
 	kroxylicious bool
 
-	guard   *kmsGuard
-	mu      sync.Mutex
-	deks    map[string]*dekState // by KEK id; only KEKs that exist
-	kekSeen *lru[bool]           // by KEK id: whether it exists, for kekCacheTTL
-	opened  *lru[cipher.AEAD]    // by KEK id and wrapped DEK
+	guard    *kmsGuard
+	mu       sync.Mutex
+	deks     map[string]*dekState // by KEK id; only KEKs that exist
+	kekSeen  *lru[bool]           // by KEK id: whether it exists, for tune.kekFoundTTL or kekNotFoundTTL
+	opened   *lru[cipher.AEAD]    // by KEK id and wrapped DEK
+	unopened *lru[error]          // by KEK id and wrapped DEK: the KMS's answer that it will not unwrap it
 }
 
 type dekState struct {
 	aead    cipher.AEAD
 	edek    []byte
-	uses    int
+	uses    int64
 	created time.Time
 }
 
 // build makes the filter from its configuration, reading the Vault token and trust store with
-// readFile; it opens no connection.
-func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
-	e := &encryptor{guard: newKMSGuard(), deks: map[string]*dekState{}, kekSeen: newLRU[bool](maxKEKCache, kekCacheTTL), opened: newLRU[cipher.AEAD](maxDecryptCache, 0)}
+// env.ReadFile; it opens no connection.
+func build(cfg *Config, env filter.Env) (filter.Filter, error) {
+	tune, err := parseTuning(cfg.Experimental)
+	if err != nil {
+		return nil, err
+	}
+	e := &encryptor{tune: tune}
 	switch cfg.KMS {
 	case KMSSecret:
 		var kc struct {
@@ -135,7 +151,7 @@ func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 		}
 		e.kms = SecretKMS{Dir: kc.KeyDir}
 	case KMSVault:
-		v, err := newVaultKMS(cfg.KMSConfig, readFile)
+		v, err := newVaultKMS(cfg.KMSConfig, env.ReadFile)
 		if err != nil {
 			return nil, err
 		}
@@ -157,15 +173,29 @@ func build(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
 	default:
 		return nil, fmt.Errorf("unresolvedKeyPolicy: %q is not %s or %s", cfg.UnresolvedKeyPolicy, policyPassthrough, policyReject)
 	}
-	var err error
 	if e.kroxylicious, err = writesKroxylicious(cfg.Experimental, cfg.KMS); err != nil {
 		return nil, err
 	}
+	e.start(env.VirtualCluster)
 	return e, nil
 }
 
-// Close implements filter.Closer: the KMS client's idle connections are closed.
+// start makes the caches and the virtual cluster's metrics of a filter whose configuration was
+// read: Close deletes those metrics, so a build that fails does not start them.
+func (e *encryptor) start(vc string) {
+	e.m = newMetrics(vc)
+	e.guard = newKMSGuard(e.m)
+	e.deks = map[string]*dekState{}
+	e.kekSeen = newLRU[bool](e.tune.kekCacheSize, e.tune.kekFoundTTL)
+	e.opened = newLRU[cipher.AEAD](e.tune.dekCacheSize, e.tune.dekIdleTTL)
+	e.opened.idle = true
+	e.unopened = newLRU[error](e.tune.dekCacheSize, e.tune.kekNotFoundTTL)
+}
+
+// Close implements filter.Closer: the KMS client's idle connections are closed, and the virtual
+// cluster's series deleted unless another of its filters is live.
 func (e *encryptor) Close() error {
+	e.m.close()
 	if c, ok := e.kms.(interface{ Close() error }); ok {
 		return c.Close()
 	}
@@ -187,17 +217,8 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	}
 	jobs := e.produceJobs(ctx, req, e.lookupsFor(x))
 	eachParallel(len(jobs), worthParallel(jobs, func(j produceJob) int { return len(j.p.Records) }), func(i int) {
-		j := &jobs[i]
-		if j.exists && j.code == 0 {
-			enc, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x)
-			if err == nil {
-				err = x.Allowance.Emit(len(enc))
-			}
-			if err != nil {
-				j.code, j.msg = produceError(err)
-				return
-			}
-			j.p.Records = enc
+		if j := &jobs[i]; j.exists && j.code == 0 {
+			e.encryptJob(ctx, j, x)
 		}
 	})
 	bad := filter.Refusals{}
@@ -234,6 +255,38 @@ func (e *encryptor) OnRequest(ctx context.Context, x *filter.Exchange) error {
 	return nil
 }
 
+// encryptJob encrypts one partition's records in place, or sets the error it is refused with.
+// A KEK that the KMS says does not exist when asked for a DEK (deleted since its existence was
+// cached) is then a KEK that does not exist: the partition is refused under REJECT, or forwarded
+// in the clear, as the next request's would be.
+func (e *encryptor) encryptJob(ctx context.Context, j *produceJob, x *filter.Exchange) {
+	enc, sealed, err := e.encryptPartition(ctx, j.kekID, j.topic, j.p.Records, x)
+	if err == nil {
+		err = x.Allowance.Emit(len(enc))
+	}
+	switch {
+	case errors.Is(err, ErrKEKNotFound):
+		e.rememberKEK(j.kekID, false)
+		if j.code, j.msg = e.noKEK(j.topic, j.kekID); j.code == 0 {
+			e.m.unencrypted("", countRecords(j.p.Records))
+		}
+	case err != nil:
+		j.code, j.msg = produceError(err)
+	default:
+		j.p.Records = enc
+		e.m.encrypted(j.topic, sealed.values)
+		e.m.unencrypted(j.topic, sealed.records-sealed.values)
+	}
+}
+
+// noKEK is the error a partition of a topic without a KEK gets: none unless the policy is REJECT.
+func (e *encryptor) noKEK(topic, kekID string) (int16, string) {
+	if !e.reject {
+		return 0, ""
+	}
+	return errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", topic, kekID)
+}
+
 // produceJob is one partition of a Produce request: its topic's KEK, and the error it is
 // refused with (code 0: not refused).
 type produceJob struct {
@@ -266,8 +319,10 @@ func (e *encryptor) produceJobs(ctx context.Context, req *kmsg.ProduceRequest, l
 				j.code, j.msg = errRequestTimedOut, "RecordEncryption: too many distinct topics to look up keys for at once; retry"
 			case err != nil:
 				j.code, j.msg = errRequestTimedOut, "RecordEncryption: the KMS is unavailable; retry"
-			case !exists && e.reject:
-				j.code, j.msg = errPolicyViolation, fmt.Sprintf("RecordEncryption: topic %s has no KEK %s, and unresolvedKeyPolicy is REJECT", t.Topic, kekID)
+			case !exists:
+				if j.code, j.msg = e.noKEK(t.Topic, kekID); j.code == 0 {
+					e.m.unencrypted("", countRecords(j.p.Records))
+				}
 			}
 			jobs = append(jobs, j)
 		}
@@ -305,20 +360,23 @@ func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 }
 
 // decryptFetch decrypts the records of a Fetch response, partition by partition. A partition
-// it cannot decrypt now fails with a retriable error; one whose batch alone is over the limits
-// with MESSAGE_TOO_LARGE; one that finds the response's share spent by the partitions before it
-// is sent without records, as a broker does when a response is full, and comes with a later
-// fetch. Never is ciphertext handed out as if it were the record.
+// it cannot decrypt now fails with a retriable error, one the KMS refuses to unwrap the DEK of
+// with an error that is not retried; one whose batch alone is over the limits with
+// MESSAGE_TOO_LARGE; one that finds the response's share spent by the partitions before it is
+// sent without records, as a broker does when a response is full, and comes with a later fetch.
+// Never is ciphertext handed out as if it were the record.
 func (e *encryptor) decryptFetch(ctx context.Context, x *filter.Exchange, resp *kmsg.FetchResponse) {
 	var jobs []fetchedPart
 	l := e.lookupsFor(x)
 	for i := range resp.Topics {
-		if !e.mayHoldEncrypted(ctx, resp.Topics[i].Topic, l) {
+		t := &resp.Topics[i]
+		may, label := e.mayHoldEncrypted(ctx, t.Topic, l)
+		if !may {
 			continue // passed on as the broker sent it, not decompressed
 		}
-		for j := range resp.Topics[i].Partitions {
-			p := &resp.Topics[i].Partitions[j]
-			jobs = append(jobs, fetchedPart{topic: resp.Topics[i].Topic, records: &p.RecordBatches, code: &p.ErrorCode})
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			jobs = append(jobs, fetchedPart{topic: t.Topic, label: label, partition: p.Partition, records: &p.RecordBatches, code: &p.ErrorCode})
 		}
 	}
 	e.decryptParts(ctx, x, l, jobs)
@@ -326,13 +384,17 @@ func (e *encryptor) decryptFetch(ctx context.Context, x *filter.Exchange, resp *
 
 // mayHoldEncrypted reports whether a fetched topic's records must be decoded to look for
 // encrypted ones: not when its KEK does not exist, as the filter then never encrypted for it.
-// When that cannot be known now (KMS down, look-ups spent), they are decoded.
-func (e *encryptor) mayHoldEncrypted(ctx context.Context, topic string, l *lookups) bool {
+// When that cannot be known now (KMS down, look-ups spent), they are decoded. label is the
+// topic's metrics label: its name only when its KEK exists.
+func (e *encryptor) mayHoldEncrypted(ctx context.Context, topic string, l *lookups) (may bool, label string) {
 	if !legalTopic(topic) {
-		return true
+		return true, ""
 	}
 	exists, err := e.kekExists(ctx, e.kekID(topic), l)
-	return exists || err != nil
+	if exists {
+		label = topic
+	}
+	return exists || err != nil, label
 }
 
 // parallelFrom is the size of a request or response from which its partitions are encrypted or
@@ -394,6 +456,8 @@ func produceError(err error) (int16, string) {
 		return errInvalidRecord, "RecordEncryption: clients may not write control batches"
 	case errors.Is(err, records.ErrMalformed):
 		return errCorruptMessage, "RecordEncryption: the records are not whole, valid record batches"
+	case errors.Is(err, ErrKMSRefused):
+		return errKMSRefused, "RecordEncryption: the KMS refuses to make data keys under the topic's KEK"
 	default:
 		return errRequestTimedOut, "RecordEncryption: the KMS is unavailable; retry"
 	}
@@ -403,36 +467,55 @@ func produceError(err error) (int16, string) {
 // markers, and a control batch's records would pass unencrypted.
 var errControlBatch = errors.New("a control batch from a client")
 
-// kekExists asks the KMS whether a KEK exists, remembering answers, negative ones too, for
-// kekCacheTTL; an uncached look-up counts against l.
+// kekExists asks the KMS whether a KEK exists, remembering the answer "it does" for
+// tune.kekFoundTTL and "it does not" for tune.kekNotFoundTTL; an uncached look-up counts
+// against l.
 func (e *encryptor) kekExists(ctx context.Context, kekID string, l *lookups) (bool, error) {
-	if exists, ok := e.kekSeen.get(kekID); ok {
+	exists, ok := e.kekSeen.get(kekID)
+	e.m.kekLookup(ok)
+	if ok {
 		return exists, nil
 	}
 	if !l.take(true) {
 		return false, errThrottled
 	}
-	var exists bool
-	err := e.guard.call(ctx, "exists", kekID, func() (err error) { exists, err = e.kms.Exists(ctx, kekID); return err })
-	if err != nil {
+	err := e.guard.call(ctx, opExists, kekID, func() (err error) {
+		if exists, err = e.kms.Exists(ctx, kekID); err == nil && !exists {
+			err = ErrKEKNotFound // counted as such
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, ErrKEKNotFound) {
 		return false, err
 	}
-	e.kekSeen.put(kekID, exists)
+	e.rememberKEK(kekID, exists)
 	return exists, nil
+}
+
+// rememberKEK caches whether a KEK exists; a KEK found not to exist has no current DEK.
+func (e *encryptor) rememberKEK(kekID string, exists bool) {
+	if exists {
+		e.kekSeen.putFor(kekID, true, e.tune.kekFoundTTL)
+		return
+	}
+	e.kekSeen.putFor(kekID, false, e.tune.kekNotFoundTTL)
+	e.mu.Lock()
+	delete(e.deks, kekID)
+	e.mu.Unlock()
 }
 
 // dek returns the current DEK of a KEK, making a new one when none is left for n more records.
 func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, error) {
 	e.mu.Lock()
 	d := e.deks[kekID]
-	if d != nil && d.uses+n <= maxRecordsPerDEK && time.Since(d.created) < maxDEKAge {
-		d.uses += n
+	if d != nil && d.uses+int64(n) <= e.tune.maxEncryptionsPerDEK && time.Since(d.created) < e.tune.dekLifetime {
+		d.uses += int64(n)
 		e.mu.Unlock()
 		return d, nil
 	}
 	e.mu.Unlock()
 	var key, edek []byte
-	err := e.guard.call(ctx, "generate DEK", kekID, func() (err error) { key, edek, err = e.kms.GenerateDEK(ctx, kekID); return err })
+	err := e.guard.call(ctx, opGenerateDEK, kekID, func() (err error) { key, edek, err = e.kms.GenerateDEK(ctx, kekID); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -440,17 +523,22 @@ func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, er
 	if err != nil {
 		return nil, err
 	}
-	d = &dekState{aead: aead, edek: edek, uses: n, created: time.Now()}
+	e.m.deks.Inc()
+	d = &dekState{aead: aead, edek: edek, uses: int64(n), created: time.Now()}
 	e.mu.Lock()
 	e.deks[kekID] = d
 	e.mu.Unlock()
 	return d, nil
 }
 
-func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, x *filter.Exchange) ([]byte, error) {
+// sealedCount is how many records a partition had, and how many of them had a value to encrypt.
+type sealedCount struct{ records, values int }
+
+func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, x *filter.Exchange) ([]byte, sealedCount, error) {
+	var n sealedCount
 	batches, rest, err := records.Split(raw)
 	if err != nil || len(rest) > 0 {
-		return nil, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
+		return nil, n, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
 	a := x.Allowance
 	// Each value grows by its wrapped DEK, nonce, tag and marker: room for about 100 bytes more
@@ -459,29 +547,33 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 	for _, b := range batches {
 		batch, err := records.DecodeWithin(b, a)
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 		if batch.Header.Attributes&0x20 != 0 {
-			return nil, errControlBatch
+			return nil, n, errControlBatch
 		}
 		d, err := e.dek(ctx, kekID, len(batch.Records))
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
-		out, err = batch.AppendRewritten(out, e.rewriter(batch, kekID, topic, d))
+		rw, values := e.rewriter(batch, kekID, topic, d)
+		n.records, n.values = n.records+len(batch.Records), n.values+values
+		out, err = batch.AppendRewritten(out, rw)
 		batch.Release()
 		if err != nil {
-			return nil, err
+			return nil, n, err
 		}
 	}
-	return out, nil
+	return out, n, nil
 }
 
-func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []byte, a records.Allowance, l *lookups) ([]byte, error) {
+// decryptPartition decrypts a fetched partition's records, and says how many it decrypted.
+func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []byte, a records.Allowance, l *lookups) ([]byte, int, error) {
 	batches, rest, err := records.Split(raw)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	decrypted := 0
 	// Re-encoded in place: a decrypted batch is never longer than the batch it was read from
 	// when uncompressed (each record loses its nonce, tag, wrapped DEK and marker, and each field
 	// is written at or before where it was read), so the output overtakes no byte still to be
@@ -497,7 +589,7 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		batch, err := records.DecodeWithin(b, a)
 		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
 			// It may hold encrypted records: never pass it on unread. The consumer retries.
-			return nil, err
+			return nil, 0, err
 		}
 		if err != nil || !anyEncrypted(batch) {
 			out = append(out, b...) // not ours to change: passed on as the broker sent it
@@ -509,23 +601,25 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		changed = true
 		var last openedDEK
 		for i := range batch.Records {
-			if err := e.decryptRecord(ctx, &batch.Records[i], topic, l, &last); err != nil {
-				return nil, err
+			opened, err := e.decryptRecord(ctx, &batch.Records[i], topic, l, &last)
+			if err != nil {
+				return nil, 0, err
 			}
+			decrypted += b2i(opened)
 		}
 		out, err = batch.AppendTo(out)
 		batch.Release()
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	if !changed {
-		return raw, nil // nothing was encrypted: the broker's bytes as they are
+		return raw, 0, nil // nothing was encrypted: the broker's bytes as they are
 	}
 	if inPlace(out, raw) {
 		out = raw[:len(out):len(raw)]
 	}
-	return append(out, rest...), nil
+	return append(out, rest...), decrypted, nil
 }
 
 // inPlace reports whether out is still being written over raw (it is until an append outgrew
@@ -565,6 +659,7 @@ type sealer struct {
 	d      *dekState
 	prefix []byte
 	aad    []byte
+	values int // records with a value, which are encrypted
 }
 
 func newSealer(b *records.Batch, kekID, topic string, d *dekState) *sealer {
@@ -575,12 +670,14 @@ func newSealer(b *records.Batch, kekID, topic string, d *dekState) *sealer {
 	prefix = append(prefix, d.edek...)
 	// Every encrypted record is marked with the header, after its own headers. Null values
 	// (tombstones) stay null and unmarked.
+	values := 0
 	for i := range b.Records {
 		if r := &b.Records[i]; r.Value != nil {
 			r.Headers = append(r.Headers, kmsg.Header{Key: HeaderKey, Value: []byte{FormatVersion}})
+			values++
 		}
 	}
-	return &sealer{batch: b, d: d, prefix: prefix, aad: aad(topic)}
+	return &sealer{batch: b, d: d, prefix: prefix, aad: aad(topic), values: values}
 }
 
 // rewrite is the records.Rewrite that writes each value's encrypted form into the batch.
@@ -613,17 +710,60 @@ type openedDEK struct {
 	aead        cipher.AEAD
 }
 
-func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups, last *openedDEK) error {
+// decryptRecord decrypts an encrypted record's value in place and reports whether it did. A
+// record under a KEK that the KMS says does not exist is left as stored, sealed and marked, as
+// the records of a topic whose KEK does not exist are: it cannot be decrypted, and a consumer
+// must not wait for it for ever (deleting a KEK is how its records are shredded).
+func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic string, l *lookups, last *openedDEK) (bool, error) {
 	if isKroxylicious(*r) {
-		return e.decryptKroxylicious(ctx, r, l, last)
+		err := e.decryptKroxylicious(ctx, r, l, last)
+		if errors.Is(err, ErrKEKNotFound) {
+			return false, nil // as kafkalink's: handed out sealed
+		}
+		return err == nil && r.Value != nil, err
 	}
 	hi := encryptedHeader(*r)
 	if hi < 0 || r.Value == nil {
-		return nil
+		return false, nil
 	}
-	v := r.Value
+	kekID, edek, v, err := parseSealed(r.Value)
+	if err != nil {
+		return false, err
+	}
+	if last.aead == nil || !bytes.Equal(kekID, last.kekID) || !bytes.Equal(edek, last.edek) {
+		if !legalKEKID(string(kekID)) {
+			return false, errMalformedValue
+		}
+		aead, err := e.openDEK(ctx, string(kekID), edek, l)
+		if errors.Is(err, ErrKEKNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		*last = openedDEK{kekID: kekID, edek: edek, aead: aead}
+	}
+	aead := last.aead
+	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
+	ct := v[aead.NonceSize():]
+	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, aad(topic))
+	if err != nil {
+		return false, fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
+	}
+	if plain == nil {
+		plain = []byte{} // an empty value, not a tombstone: GCM returns nil for no plaintext
+	}
+	r.Value = plain
+	r.Headers = append(r.Headers[:hi], r.Headers[hi+1:]...)
+	return true, nil
+}
+
+// parseSealed splits an encrypted value (format version 1) into the KEK id, the wrapped DEK, and
+// the nonce with the ciphertext; the lengths come from the broker's bytes and are checked
+// against what is there.
+func parseSealed(v []byte) (kekID, edek, rest []byte, err error) {
 	if len(v) < 1 || v[0] != FormatVersion {
-		return errMalformedValue
+		return nil, nil, nil, errMalformedValue
 	}
 	v = v[1:]
 	field := func() ([]byte, bool) {
@@ -638,51 +778,38 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	kekID, ok1 := field()
 	edek, ok2 := field()
 	if !ok1 || !ok2 || len(v) < 12 {
-		return errMalformedValue
+		return nil, nil, nil, errMalformedValue
 	}
-	if last.aead == nil || !bytes.Equal(kekID, last.kekID) || !bytes.Equal(edek, last.edek) {
-		if !legalKEKID(string(kekID)) {
-			return errMalformedValue
-		}
-		aead, err := e.openDEK(ctx, string(kekID), edek, l)
-		if err != nil {
-			return err
-		}
-		*last = openedDEK{kekID: kekID, edek: edek, aead: aead}
-	}
-	aead := last.aead
-	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
-	ct := v[aead.NonceSize():]
-	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, aad(topic))
-	if err != nil {
-		return fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
-	}
-	if plain == nil {
-		plain = []byte{} // an empty value, not a tombstone: GCM returns nil for no plaintext
-	}
-	r.Value = plain
-	r.Headers = append(r.Headers[:hi], r.Headers[hi+1:]...)
-	return nil
+	return kekID, edek, v, nil
 }
 
 // openDEK unwraps a DEK, from the cache when this KEK id and wrapped DEK were seen before (the
 // KEK id is part of the cache key: a record naming another KEK is unwrapped under that KEK, not
-// served a DEK cached for the first). An uncached unwrap counts against l.
+// served a DEK cached for the first). An uncached unwrap counts against l. The KMS's answer
+// that it will not unwrap it (no such KEK, or refused) is remembered for tune.kekNotFoundTTL:
+// a consumer that fetches those records again and again does not call the KMS each time.
 func (e *encryptor) openDEK(ctx context.Context, kekID string, edek []byte, l *lookups) (cipher.AEAD, error) {
 	cacheKey := kekID + "\x00" + string(edek)
-	if aead, ok := e.opened.get(cacheKey); ok {
+	aead, ok := e.opened.get(cacheKey)
+	e.m.dekLookup(ok)
+	if ok {
 		return aead, nil
+	}
+	if err, ok := e.unopened.get(cacheKey); ok {
+		return nil, err
 	}
 	if !l.take(false) {
 		return nil, errThrottled
 	}
 	var key []byte
-	err := e.guard.call(ctx, "decrypt DEK", kekID, func() (err error) { key, err = e.kms.DecryptDEK(ctx, kekID, edek); return err })
+	err := e.guard.call(ctx, opDecryptDEK, kekID, func() (err error) { key, err = e.kms.DecryptDEK(ctx, kekID, edek); return err })
+	if errors.Is(err, ErrKEKNotFound) || errors.Is(err, ErrKMSRefused) {
+		e.unopened.put(cacheKey, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	aead, err := newGCM(key)
-	if err != nil {
+	if aead, err = newGCM(key); err != nil {
 		return nil, err
 	}
 	e.opened.put(cacheKey, aead)

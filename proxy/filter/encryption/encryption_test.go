@@ -24,11 +24,13 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter/records"
 )
 
-// countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail.
+// countingKMS counts the DEKs a KMS made and unwrapped, and can be made to fail: down, as a
+// KMS that cannot answer; or with generateErr, what GenerateDEK answers.
 type countingKMS struct {
 	KMS
 	exists, generated, decrypted int
 	down                         bool
+	generateErr                  error
 }
 
 func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
@@ -41,6 +43,9 @@ func (c *countingKMS) Exists(ctx context.Context, id string) (bool, error) {
 
 func (c *countingKMS) GenerateDEK(ctx context.Context, id string) ([]byte, []byte, error) {
 	c.generated++
+	if c.generateErr != nil {
+		return nil, nil, c.generateErr
+	}
 	return c.KMS.GenerateDEK(ctx, id)
 }
 
@@ -99,6 +104,12 @@ func produce(topic string, raw []byte) *filter.Exchange {
 // fetched runs a Fetch response carrying raw through the filter and returns the partition.
 func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchResponseTopicPartition {
 	t.Helper()
+	return fetchedWith(context.Background(), t, e, topic, raw)
+}
+
+// fetchedWith is fetched with a context (and its logger).
+func fetchedWith(ctx context.Context, t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchResponseTopicPartition {
+	t.Helper()
 	resp := kmsg.NewPtrFetchResponse()
 	rt := kmsg.NewFetchResponseTopic()
 	rt.Topic = topic
@@ -106,7 +117,7 @@ func fetched(t testing.TB, e *encryptor, topic string, raw []byte) kmsg.FetchRes
 	rp.RecordBatches = bytes.Clone(raw) // each response is bytes of its own: the filter decrypts in place
 	rt.Partitions = []kmsg.FetchResponseTopicPartition{rp}
 	resp.Topics = []kmsg.FetchResponseTopic{rt}
-	if err := e.OnResponse(context.Background(), &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
+	if err := e.OnResponse(ctx, &filter.Exchange{Key: kmsg.Fetch.Int16(), Request: kmsg.NewPtrFetchRequest(), Response: resp}); err != nil {
 		t.Fatal(err)
 	}
 	return resp.Topics[0].Partitions[0]
@@ -228,16 +239,20 @@ func TestProduceRefusals(t *testing.T) {
 		extra, topic string
 		raw          []byte
 		down         bool
+		generateErr  error
 		want         int16
 	}{
 		"KMS down":               {topic: "secrets", raw: batch(t, 0, []byte("x")), down: true, want: errRequestTimedOut},
+		"the KMS refuses DEKs":   {topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKMSRefused, want: errKMSRefused},
+		"KEK gone, REJECT":       {extra: `,"unresolvedKeyPolicy":"REJECT"`, topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKEKNotFound, want: errPolicyViolation},
+		"KEK gone, passed on":    {topic: "secrets", raw: batch(t, 0, []byte("x")), generateErr: ErrKEKNotFound, want: -1},
 		"no KEK, REJECT":         {extra: `,"unresolvedKeyPolicy":"REJECT"`, topic: "other", raw: batch(t, 0, []byte("x")), want: errPolicyViolation},
 		"message format v1":      {topic: "secrets", raw: v1, want: errUnsupportedFmt},
 		"a partial batch":        {topic: "secrets", raw: batch(t, 0, []byte("x"))[:30], want: errCorruptMessage},
 		"no KEK, passed through": {topic: "other", raw: batch(t, 0, []byte("x")), want: -1},
 	} {
 		e, kms := newTestFilter(t, tc.extra)
-		kms.down = tc.down
+		kms.down, kms.generateErr = tc.down, tc.generateErr
 		x := produce(tc.topic, tc.raw)
 		if err := e.OnRequest(context.Background(), x); err != nil {
 			t.Fatal(err)
@@ -299,6 +314,7 @@ func TestConfigRefused(t *testing.T) {
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK"}}`:                                                                                                                                    "has no $(topicName)",
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"unresolvedKeyPolicy":"DROP"}`:                                                                                              `"DROP" is not`,
 		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"typo":1}`:                                                                                                                  "unknown field",
+		`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"/k"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"},"experimental":{"maxEncryptionsPerDek":0}}`:                                                                                 "experimental.maxEncryptionsPerDek",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"vault:8200"},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                                                                        "is not an http(s) URL",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"passwordFile":"/nonexistent"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                                  "no token",
 		`{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"http://v/v1/transit","vaultToken":{"password":"t"},"tls":{"key":{"storeFile":"/k"}}},"selector":"TemplateKekSelector","selectorConfig":{"template":"$(topicName)"}}`:                                "client certificates",
@@ -311,7 +327,8 @@ func TestConfigRefused(t *testing.T) {
 }
 
 // FuzzDecrypt: any bytes as an encrypted record's value (as a broker could return them) give a
-// partition error or a value, never a panic.
+// partition error, a value, or the record as stored (still marked: its KEK does not exist),
+// never a panic.
 func FuzzDecrypt(f *testing.F) {
 	f.Add([]byte{FormatVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{FormatVersion, 11, 'K', 'E', 'K', '_', 's', 'e', 'c', 'r', 'e', 't', 's', 0x80})
@@ -327,8 +344,11 @@ func FuzzDecrypt(f *testing.F) {
 			t.Fatal(err)
 		}
 		p := fetched(t, e, "secrets", raw)
-		if p.ErrorCode == 0 && len(mustDecode(t, p.RecordBatches).Records[0].Headers) != 0 {
-			t.Fatal("a value that did not decrypt was handed out as a record")
+		if p.ErrorCode != 0 {
+			return
+		}
+		if got := mustDecode(t, p.RecordBatches).Records[0]; len(got.Headers) != 0 && !bytes.Equal(got.Value, value) {
+			t.Fatal("a value that did not decrypt was handed out changed, still marked")
 		}
 	})
 }
@@ -356,13 +376,13 @@ func mustDecode(t testing.TB, raw []byte) *records.Batch {
 // connection; it refuses what the proxy would refuse at start.
 func TestCheckReadsTheOperatorsFiles(t *testing.T) {
 	vault := `{"kms":"VaultKmsService","kmsConfig":{"vaultTransitEngineUrl":"https://vault.invalid:8200/v1/transit","vaultToken":{"passwordFile":"/opt/kroxylicious/secrets/filter/vault/token"}},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`
-	files := func(m map[string]string) filter.ReadFile {
-		return func(p string) ([]byte, error) {
+	files := func(m map[string]string) filter.Env {
+		return filter.Env{ReadFile: func(p string) ([]byte, error) {
 			if v, ok := m[p]; ok {
 				return []byte(v), nil
 			}
 			return nil, os.ErrNotExist
-		}
+		}}
 	}
 	typ := "io.kroxylicious.filter.encryption.RecordEncryption"
 	if err := filter.Check(typ, json.RawMessage(vault), files(map[string]string{"/opt/kroxylicious/secrets/filter/vault/token": "hvs.x"})); err != nil {
@@ -571,7 +591,7 @@ func TestFetchInPlaceMovesOutWhenABatchGrows(t *testing.T) {
 	next := batch(t, 0, bytes.Repeat([]byte("the batch after "), 1<<16)) // longer than the records uncompressed
 	raw := append(bytes.Clone(best), next...)
 
-	out, err := e.decryptPartition(t.Context(), "secrets", raw, nil, e.lookupsFor(&filter.Exchange{}))
+	out, _, err := e.decryptPartition(t.Context(), "secrets", raw, nil, e.lookupsFor(&filter.Exchange{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,11 +112,12 @@ func (q *connQuota) take(now time.Time) bool {
 }
 
 // lru is a bounded cache that drops its least recently used entry when full, with an optional
-// time to live per entry.
+// time to live per entry: from when it was put, or with idle set, from when it was last got.
 type lru[V any] struct {
 	mu    sync.Mutex
 	max   int
 	ttl   time.Duration
+	idle  bool
 	items map[string]*list.Element
 	order list.List // front: most recently used
 }
@@ -124,7 +125,7 @@ type lru[V any] struct {
 type lruEntry[V any] struct {
 	key   string
 	value V
-	until time.Time
+	until time.Time // zero: no time to live
 }
 
 func newLRU[V any](size int, ttl time.Duration) *lru[V] {
@@ -140,19 +141,30 @@ func (c *lru[V]) get(key string) (V, bool) {
 		return zero, false
 	}
 	e := el.Value.(*lruEntry[V])
-	if c.ttl > 0 && time.Now().After(e.until) {
+	now := time.Now()
+	if !e.until.IsZero() && now.After(e.until) {
 		c.order.Remove(el)
 		delete(c.items, key)
 		return zero, false
+	}
+	if c.idle && c.ttl > 0 {
+		e.until = now.Add(c.ttl)
 	}
 	c.order.MoveToFront(el)
 	return e.value, true
 }
 
-func (c *lru[V]) put(key string, v V) {
+// put keeps v for the cache's time to live.
+func (c *lru[V]) put(key string, v V) { c.putFor(key, v, c.ttl) }
+
+// putFor keeps v for ttl (0: until it is dropped to make room).
+func (c *lru[V]) putFor(key string, v V, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	until := time.Now().Add(c.ttl)
+	var until time.Time
+	if ttl > 0 {
+		until = time.Now().Add(ttl)
+	}
 	if el, ok := c.items[key]; ok {
 		e := el.Value.(*lruEntry[V])
 		e.value, e.until = v, until
@@ -173,35 +185,48 @@ func (c *lru[V]) len() int {
 	return c.order.Len()
 }
 
-// kmsGuard is how the filter calls its KMS: rate-limited per virtual cluster, and errors logged
-// in full (at most once a second) while clients get a fixed message, never the KMS's own words
-// (a Vault error body can name paths, policies and keys).
+// kmsGuard is how the filter calls its KMS: rate-limited per virtual cluster, counted, and
+// errors logged in full (at most once a second) while clients get a fixed message, never the
+// KMS's own words (a Vault error body can name paths, policies and keys).
 type kmsGuard struct {
 	limiter *rate.Limiter
+	m       *metrics
 	logMu   sync.Mutex
-	lastLog time.Time
+	// lastCallLog and lastFetchLog are when a failed call and a partition that cannot be
+	// decrypted were last logged: each has its own once a second.
+	lastCallLog, lastFetchLog time.Time
 }
 
-func newKMSGuard() *kmsGuard {
-	return &kmsGuard{limiter: rate.NewLimiter(kmsCallsPerSecond, kmsBurst)}
+func newKMSGuard(m *metrics) *kmsGuard {
+	return &kmsGuard{limiter: rate.NewLimiter(kmsCallsPerSecond, kmsBurst), m: m}
 }
 
 // errKMSBusy is a call over the virtual cluster's KMS rate: retriable.
 var errKMSBusy = fmt.Errorf("%w: the virtual cluster's KMS call rate is spent", ErrKMSUnavailable)
 
-// call runs one KMS call, what and kekID naming it in the log.
-func (g *kmsGuard) call(ctx context.Context, what, kekID string, fn func() error) error {
-	if !g.limiter.Allow() {
-		return errKMSBusy
+// call runs one KMS call of operation op under kekID. A call over the rate is not sent, and not
+// logged (the metric counts it); a KEK that does not exist is an answer, not logged when the
+// operation asked exactly that.
+func (g *kmsGuard) call(ctx context.Context, op int, kekID string, fn func() error) error {
+	err := errKMSBusy
+	if g.limiter.Allow() {
+		err = fn()
 	}
-	err := fn()
-	if err != nil {
-		g.logMu.Lock()
-		if time.Since(g.lastLog) >= time.Second {
-			g.lastLog = time.Now()
-			klog.FromContext(ctx).Error(err, "RecordEncryption: a KMS call failed", "call", what, "kek", kekID)
-		}
-		g.logMu.Unlock()
+	outcome := outcomeOf(err)
+	g.m.kmsCall(op, outcome)
+	asked := op == opExists && outcome == outcomeNotFound
+	if err != nil && outcome != outcomeThrottled && !asked {
+		g.logOnce(ctx, &g.lastCallLog, err, "RecordEncryption: a KMS call failed", "call", operationNames[op], "kek", kekID, "outcome", outcomeNames[outcome])
 	}
 	return err
+}
+
+// logOnce logs an error unless the last log of its kind (last) was less than a second ago.
+func (g *kmsGuard) logOnce(ctx context.Context, last *time.Time, err error, msg string, kv ...any) {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	if time.Since(*last) >= time.Second {
+		*last = time.Now()
+		klog.FromContext(ctx).Error(err, msg, kv...)
+	}
 }

@@ -27,6 +27,17 @@ type KMS interface {
 // exist): produce and fetch fail with retriable errors, and nothing is written in the clear.
 var ErrKMSUnavailable = errors.New("KMS unavailable")
 
+// ErrKEKNotFound is the KMS's answer that a KEK does not exist, when asked to make or unwrap a
+// DEK under it: the filter then treats the KEK as one that does not exist, as when Exists says
+// so, rather than waiting for a KMS that answered.
+var ErrKEKNotFound = errors.New("the KEK does not exist")
+
+// ErrKMSRefused is the KMS's answer that it will not do what was asked, whenever asked: a
+// wrapped DEK it does not accept (Vault: its key version is below the key's
+// min_decryption_version, or it is not Vault's ciphertext), or a KEK it cannot make DEKs with.
+// Retrying does not help, so clients get an error that is not retried.
+var ErrKMSRefused = errors.New("the KMS refuses the request")
+
 // SecretKMS is the KMS for clusters without Vault: each KEK is a file in a folder (a mounted
 // Kubernetes Secret: one key per KEK id, the value 32 random bytes, raw or base64), and DEKs are
 // wrapped with AES-256-GCM under it.
@@ -60,7 +71,8 @@ func (k SecretKMS) kek(kekID string) ([]byte, error) {
 	if len(b) != 32 {
 		dec, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
 		if derr != nil || len(dec) != 32 {
-			return nil, fmt.Errorf("KEK %s is not 32 bytes, raw or base64", kekID)
+			// A Secret being fixed: retriable, like a KMS that cannot answer.
+			return nil, fmt.Errorf("%w: KEK %s is not 32 bytes, raw or base64", ErrKMSUnavailable, kekID)
 		}
 		b = dec
 	}
@@ -77,7 +89,7 @@ func (k SecretKMS) Exists(_ context.Context, kekID string) (bool, error) {
 func (k SecretKMS) GenerateDEK(_ context.Context, kekID string) ([]byte, []byte, error) {
 	key, err := k.kek(kekID)
 	if err != nil || key == nil {
-		return nil, nil, fmt.Errorf("KEK %s: %w", kekID, errOr(err, errNoKEK))
+		return nil, nil, fmt.Errorf("KEK %s: %w", kekID, errOr(err, ErrKEKNotFound))
 	}
 	dek := make([]byte, 32)
 	if _, err := rand.Read(dek); err != nil {
@@ -91,12 +103,15 @@ func (k SecretKMS) GenerateDEK(_ context.Context, kekID string) ([]byte, []byte,
 func (k SecretKMS) DecryptDEK(_ context.Context, kekID string, edek []byte) ([]byte, error) {
 	key, err := k.kek(kekID)
 	if err != nil || key == nil {
-		return nil, fmt.Errorf("KEK %s: %w", kekID, errOr(err, errNoKEK))
+		return nil, fmt.Errorf("KEK %s: %w", kekID, errOr(err, ErrKEKNotFound))
 	}
-	return open(key, edek, []byte(kekID))
+	dek, err := open(key, edek, []byte(kekID))
+	if err != nil {
+		// Not wrapped under this KEK (changed bytes): it never will unwrap.
+		return nil, fmt.Errorf("%w: the wrapped DEK does not open under KEK %s: %w", ErrKMSRefused, kekID, err)
+	}
+	return dek, nil
 }
-
-var errNoKEK = fmt.Errorf("%w: the KEK does not exist", ErrKMSUnavailable)
 
 func errOr(err, otherwise error) error {
 	if err != nil {

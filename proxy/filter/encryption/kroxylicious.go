@@ -70,12 +70,15 @@ func writesKroxylicious(experimental json.RawMessage, kms string) (bool, error) 
 	}
 }
 
-// rewriter seals one batch's values under d in the format the filter writes.
-func (e *encryptor) rewriter(b *records.Batch, kekID, topic string, d *dekState) *records.Rewrite {
+// rewriter seals one batch's values under d in the format the filter writes, and says how many
+// records have a value to seal.
+func (e *encryptor) rewriter(b *records.Batch, kekID, topic string, d *dekState) (*records.Rewrite, int) {
 	if e.kroxylicious {
-		return newKroxyliciousSealer(b, kekID, d).rewrite()
+		s := newKroxyliciousSealer(b, kekID, d)
+		return s.rewrite(), s.values
 	}
-	return newSealer(b, kekID, topic, d).rewrite()
+	s := newSealer(b, kekID, topic, d)
+	return s.rewrite(), s.values
 }
 
 // kroxyliciousSealer writes one batch's values in Kroxylicious' format under one DEK: the
@@ -84,17 +87,20 @@ type kroxyliciousSealer struct {
 	batch  *records.Batch
 	aead   cipher.AEAD
 	prefix []byte
+	values int // records with a value, which are encrypted
 }
 
 func newKroxyliciousSealer(b *records.Batch, kekID string, d *dekState) *kroxyliciousSealer {
 	// Kroxylicious marks a record by its first header, and on fetch removes the marker only from
 	// there. Null values stay null and unmarked; empty values are encrypted.
+	values := 0
 	for i := range b.Records {
 		if r := &b.Records[i]; r.Value != nil {
 			r.Headers = slices.Insert(r.Headers, 0, kmsg.Header{Key: KroxyliciousHeaderKey, Value: []byte{KroxyliciousV2}})
+			values++
 		}
 	}
-	return &kroxyliciousSealer{batch: b, aead: d.aead, prefix: appendWrapperV2Prefix(nil, kekID, d.edek)}
+	return &kroxyliciousSealer{batch: b, aead: d.aead, prefix: appendWrapperV2Prefix(nil, kekID, d.edek), values: values}
 }
 
 func (s *kroxyliciousSealer) rewrite() *records.Rewrite {

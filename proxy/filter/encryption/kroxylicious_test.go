@@ -263,7 +263,7 @@ func TestRecordFormatConfig(t *testing.T) {
 
 // TestKroxyliciousLookupsAreCapped: the KEK names in Kroxylicious' EDEKs cost KMS look-ups as
 // kafkalink's KEK ids do: one Fetch response naming 100 of them makes at most
-// maxLookupsPerRequest calls to Vault.
+// maxLookupsPerRequest calls to Vault, and the partitions beyond fail retriably.
 func TestKroxyliciousLookupsAreCapped(t *testing.T) {
 	standIn := proxytest.NewTransit(testToken, "KEK_secrets")
 	e := vaultFilter(t, standIn, "")
@@ -289,10 +289,23 @@ func TestKroxyliciousLookupsAreCapped(t *testing.T) {
 	if n := standIn.Calls("decrypt") - before; n > maxLookupsPerRequest || n == 0 {
 		t.Errorf("100 KEK names made %d decrypt calls, want 1 to %d", n, maxLookupsPerRequest)
 	}
+	// A KEK Vault says does not exist leaves its records sealed (as a deleted KEK does); the names
+	// left unlooked-up fail retriably, for a later fetch.
+	retried := 0
 	for _, p := range resp.Topics[0].Partitions {
-		if p.ErrorCode != errKafkaStorageErr {
-			t.Errorf("partition %d: error %d, want KAFKA_STORAGE_ERROR", p.Partition, p.ErrorCode)
+		switch p.ErrorCode {
+		case errKafkaStorageErr:
+			retried++
+		case 0:
+			if r := mustDecode(t, p.RecordBatches).Records[0]; kroxyliciousHeader(r) < 0 || string(r.Value) == "v" {
+				t.Errorf("partition %d: a record under a KEK that does not exist was opened", p.Partition)
+			}
+		default:
+			t.Errorf("partition %d: error %d, want none (sealed) or KAFKA_STORAGE_ERROR", p.Partition, p.ErrorCode)
 		}
+	}
+	if retried < 100-maxLookupsPerRequest {
+		t.Errorf("%d partitions failed retriably, want at least the %d not looked up", retried, 100-maxLookupsPerRequest)
 	}
 }
 

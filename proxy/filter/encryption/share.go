@@ -15,25 +15,28 @@ import (
 // fetchedPart is one fetched partition's records, of a Fetch or a ShareFetch response, as
 // decryptParts decrypts them in place.
 type fetchedPart struct {
-	topic   string
-	records *[]byte
-	code    *int16
+	topic     string
+	label     string // the topic's metrics label (mayHoldEncrypted)
+	partition int32
+	records   *[]byte
+	code      *int16
 	// drop, when set, takes the records out (with code as the error, 0 for none) instead of
 	// setting them nil: a ShareFetch partition's acquired ranges go with them.
 	drop func(code int16)
 }
 
 // decryptParts decrypts fetched partitions. A partition it cannot decrypt now fails with a
-// retriable error; one whose batch alone is over the limits with MESSAGE_TOO_LARGE; one that
-// finds the response's share spent by the partitions before it is sent without records, as a
-// broker does when a response is full, and comes with a later fetch. Never is ciphertext handed
-// out as if it were the record.
+// retriable error, one the KMS refuses to unwrap the DEK of with an error that is not retried;
+// one whose batch alone is over the limits with MESSAGE_TOO_LARGE; one that finds the
+// response's share spent by the partitions before it is sent without records, as a broker does
+// when a response is full, and comes with a later fetch. Never is ciphertext handed out as if it
+// were the record.
 func (e *encryptor) decryptParts(ctx context.Context, x *filter.Exchange, l *lookups, jobs []fetchedPart) {
 	var decoded atomic.Bool // some partition's records went out decrypted
 	spent := make([]bool, len(jobs))
 	eachParallel(len(jobs), worthParallel(jobs, func(j fetchedPart) int { return len(*j.records) }), func(i int) {
 		j := jobs[i]
-		dec, err := e.decryptPartition(ctx, j.topic, *j.records, x.Allowance, l)
+		dec, n, err := e.decryptPartition(ctx, j.topic, *j.records, x.Allowance, l)
 		var code int16
 		switch {
 		case err == nil:
@@ -41,11 +44,16 @@ func (e *encryptor) decryptParts(ctx context.Context, x *filter.Exchange, l *loo
 				decoded.Store(true)
 			}
 			*j.records = dec
+			e.m.decrypted(j.label, n)
 			return
 		case errors.Is(err, records.ErrShareSpent):
 			spent[i] = true
 		case errors.Is(err, records.ErrTooLarge):
 			code = errMessageTooLarge
+		case errors.Is(err, ErrKMSRefused):
+			code = errKMSRefused
+			e.guard.logOnce(ctx, &e.guard.lastFetchLog, err, "RecordEncryption: the KMS refuses to unwrap the DEK of fetched records; their partition fails with POLICY_VIOLATION, not retried by consumers, until it does (Vault: is the key's min_decryption_version above the records' key version?)",
+				"topic", j.topic, "partition", j.partition)
 		default:
 			code = errKafkaStorageErr
 		}
@@ -87,12 +95,13 @@ func (e *encryptor) decryptShareFetch(ctx context.Context, x *filter.Exchange, r
 			}
 			continue
 		}
-		if !e.mayHoldEncrypted(ctx, topic, l) {
+		may, label := e.mayHoldEncrypted(ctx, topic, l)
+		if !may {
 			continue
 		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			jobs = append(jobs, fetchedPart{topic: topic, records: &p.Records, code: &p.ErrorCode,
+			jobs = append(jobs, fetchedPart{topic: topic, label: label, partition: p.Partition, records: &p.Records, code: &p.ErrorCode,
 				drop: func(code int16) { filter.DropShareRecords(p, code) }})
 		}
 	}

@@ -39,7 +39,7 @@ func keyDir(t testing.TB) string {
 // it, which has learned the ids of secrets and plain from a Metadata response.
 func chainOver(t testing.TB, dir string, lim filter.Limits) *filter.Chain {
 	t.Helper()
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "e", Type: "RecordEncryption",
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "e", Type: "RecordEncryption",
 		Config: []byte(`{"kms":"KubernetesSecretKms","kmsConfig":{"keyDir":"` + dir + `"},"selector":"TemplateKekSelector","selectorConfig":{"template":"KEK_$(topicName)"}}`)}})
 	if err != nil {
 		t.Fatal(err)

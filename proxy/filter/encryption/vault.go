@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,9 +136,9 @@ func trustPool(file, storeType string, pw *password, readFile filter.ReadFile) (
 	return pool, nil
 }
 
-// call sends one request to the transit engine; a status other than 2xx and 404 is an error
-// marked ErrKMSUnavailable (Vault down, sealed, or the token refused: all retriable for clients).
-func (v *VaultKMS) call(ctx context.Context, method, path string, body, out any) (found bool, err error) {
+// call sends one request to the transit engine. An answer other than 2xx is an error that
+// vaultError classifies.
+func (v *VaultKMS) call(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -145,27 +146,56 @@ func (v *VaultKMS) call(ctx context.Context, method, path string, body, out any)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, v.Transit.JoinPath(path).String(), rd)
 	if err != nil {
-		return false, err
+		return err
 	}
 	req.Header.Set("X-Vault-Token", v.Token)
 	resp, err := v.Client.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrKMSUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrKMSUnavailable, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return false, nil
-	case resp.StatusCode/100 != 2:
-		return false, fmt.Errorf("%w: Vault %s %s: %s: %s", ErrKMSUnavailable, method, path, resp.Status, strings.TrimSpace(string(data)))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("transit %s %s: %s: %w", method, path, resp.Status, vaultError(resp.StatusCode, data))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return false, fmt.Errorf("%w: Vault %s %s: %w", ErrKMSUnavailable, method, path, err)
+			return fmt.Errorf("%w: Vault %s %s: %w", ErrKMSUnavailable, method, path, err)
 		}
 	}
-	return true, nil
+	return nil
+}
+
+// vaultError classifies a transit answer other than 2xx from its status and body
+// ({"errors": [...]}), as Vault (and OpenBao) answer:
+//   - 404 with no error text: reading a key that does not exist (ErrKEKNotFound). A 404 with text
+//     ("no handler for route") is a transit mount that is not there: a wrong
+//     vaultTransitEngineUrl, unavailable, never taken as "no KEK", which would write in the clear.
+//   - 400 "encryption key not found": datakey or decrypt under a key that does not exist
+//     (ErrKEKNotFound).
+//   - any other 400: a request Vault will refuse whenever it is sent (ErrKMSRefused), such as a
+//     ciphertext whose version is below the key's min_decryption_version ("ciphertext version is
+//     disallowed by policy (too old)"), or one that is not Vault's.
+//   - anything else (403 token refused, 429, 5xx, sealed): ErrKMSUnavailable, retriable.
+func vaultError(status int, body []byte) error {
+	var answer struct {
+		Errors []string `json:"errors"`
+	}
+	_ = json.Unmarshal(body, &answer)
+	text := strings.Join(answer.Errors, "; ")
+	if len(text) > 512 {
+		text = text[:512] // for the log: an error body can be up to the 1 MiB read
+	}
+	switch {
+	case status == http.StatusNotFound && text == "":
+		return ErrKEKNotFound
+	case status == http.StatusBadRequest && strings.Contains(text, "encryption key not found"):
+		return fmt.Errorf("%w: %s", ErrKEKNotFound, text)
+	case status == http.StatusBadRequest:
+		return fmt.Errorf("%w: %s", ErrKMSRefused, text)
+	default:
+		return fmt.Errorf("%w: %s", ErrKMSUnavailable, text)
+	}
 }
 
 // Close closes the client's idle connections to Vault.
@@ -176,7 +206,11 @@ func (v *VaultKMS) Close() error {
 
 // Exists implements KMS: the transit key can be read.
 func (v *VaultKMS) Exists(ctx context.Context, kekID string) (bool, error) {
-	return v.call(ctx, http.MethodGet, "keys/"+url.PathEscape(kekID), nil, nil)
+	err := v.call(ctx, http.MethodGet, "keys/"+url.PathEscape(kekID), nil, nil)
+	if errors.Is(err, ErrKEKNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 type vaultData struct {
@@ -190,11 +224,7 @@ type vaultData struct {
 // string (vault:vN:…), so key versions and rotation stay Vault's.
 func (v *VaultKMS) GenerateDEK(ctx context.Context, kekID string) ([]byte, []byte, error) {
 	var out vaultData
-	found, err := v.call(ctx, http.MethodPost, "datakey/plaintext/"+url.PathEscape(kekID), map[string]any{"bits": 256}, &out)
-	if err == nil && !found {
-		err = fmt.Errorf("KEK %s: %w", kekID, errNoKEK)
-	}
-	if err != nil {
+	if err := v.call(ctx, http.MethodPost, "datakey/plaintext/"+url.PathEscape(kekID), map[string]any{"bits": 256}, &out); err != nil {
 		return nil, nil, err
 	}
 	dek, err := base64.StdEncoding.DecodeString(out.Data.Plaintext)
@@ -207,11 +237,7 @@ func (v *VaultKMS) GenerateDEK(ctx context.Context, kekID string) ([]byte, []byt
 // DecryptDEK implements KMS with the decrypt endpoint.
 func (v *VaultKMS) DecryptDEK(ctx context.Context, kekID string, edek []byte) ([]byte, error) {
 	var out vaultData
-	found, err := v.call(ctx, http.MethodPost, "decrypt/"+url.PathEscape(kekID), map[string]any{"ciphertext": string(edek)}, &out)
-	if err == nil && !found {
-		err = fmt.Errorf("KEK %s: %w", kekID, errNoKEK)
-	}
-	if err != nil {
+	if err := v.call(ctx, http.MethodPost, "decrypt/"+url.PathEscape(kekID), map[string]any{"ciphertext": string(edek)}, &out); err != nil {
 		return nil, err
 	}
 	dek, err := base64.StdEncoding.DecodeString(out.Data.Plaintext)

@@ -180,7 +180,7 @@ func TestValidationSchemaLoadsNoURL(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "loads no schema from a URL") {
 			t.Errorf("%s: %v", schema, err)
 		}
-		err = filter.Check(Type, []byte(cfg), func(string) ([]byte, error) { return nil, os.ErrNotExist })
+		err = filter.Check(Type, []byte(cfg), filter.Env{ReadFile: func(string) ([]byte, error) { return nil, os.ErrNotExist }})
 		if err == nil || !strings.Contains(err.Error(), "loads no schema from a URL") {
 			t.Errorf("the operator's check of %s: %v", schema, err)
 		}

@@ -129,8 +129,9 @@ type validator struct {
 }
 
 // newValidator compiles the rules of a configuration, reading the schema files it names with
-// readFile.
-func newValidator(cfg *Config, readFile filter.ReadFile) (filter.Filter, error) {
+// env.ReadFile.
+func newValidator(cfg *Config, env filter.Env) (filter.Filter, error) {
+	readFile := env.ReadFile
 	v := &validator{topics: map[string][2]*check{}}
 	for i, r := range cfg.Rules {
 		pair, err := compileRule(r.Rule, fmt.Sprintf("rules[%d]", i), readFile)

@@ -44,7 +44,7 @@ func produceFrame(t *testing.T, version int16, values map[string]string) []byte 
 
 func chain(t *testing.T, cfg string) *filter.Chain {
 	t.Helper()
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,12 @@ func TestValidationRefusesUnsupportedConfig(t *testing.T) {
 		`{"defaultRule":{"valueRule":{"jsonSchemaFile":"/nonexistent"}}}`: "jsonSchemaFile",
 		`{"defaultRule":{"valueRule":{"jsonSchema":{"type":12}}}}`:        "does not compile",
 	} {
-		_, err := filter.NewChain(context.Background(), []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
+		_, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "v", Type: Type, Config: []byte(cfg)}})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", cfg, err, want)
 		}
 		// The operator's check sees the same, with the files it is given (none here).
-		err = filter.Check(Type, []byte(cfg), func(string) ([]byte, error) { return nil, os.ErrNotExist })
+		err = filter.Check(Type, []byte(cfg), filter.Env{ReadFile: func(string) ([]byte, error) { return nil, os.ErrNotExist }})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("check of %s: %v, want %q", cfg, err, want)
 		}
@@ -150,7 +150,7 @@ func FuzzChainRequest(f *testing.F) {
 	huge := produceFrame(&testing.T{}, 9, map[string]string{"orders": "v"})
 	binary.BigEndian.PutUint32(huge[len(huge)-40:], 0x7fffffff) // a huge length somewhere in the batch
 	f.Add(huge)
-	c, err := filter.NewChain(context.Background(), []config.Filter{{Name: "v", Type: Type, Config: []byte(ordersNeedID)}})
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "v", Type: Type, Config: []byte(ordersNeedID)}})
 	if err != nil {
 		f.Fatal(err)
 	}
