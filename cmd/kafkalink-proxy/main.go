@@ -50,6 +50,7 @@ func main() {
 	flag.Var(&remaps, "remap-path", "rewrite a path prefix in the configuration, FROM=TO; repeatable (test runners lay mounted Secrets out elsewhere)")
 	poll := flag.Duration("poll-interval", time.Second, "how often the configuration and key material are checked for changes")
 	bind := flag.String("bind-address", "", "bind every listener and the management port to this address instead of the configured one (test runners use 127.0.0.1)")
+	profiling := flag.Bool("profiling", false, "Also serve Go's /debug/pprof/ profiles on the management port (for measuring; they show the proxy's internals, so keep that port private).")
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
 	if err := logging.Apply(logConfig); err != nil {
@@ -66,7 +67,7 @@ func main() {
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("Starting kafkalink-proxy", "version", version.Version, "revision", version.Revision)
-	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll, BindAddress: *bind})
+	srv := server.New(server.Options{ConfigPath: *configPath, Remaps: remaps, PollInterval: *poll, BindAddress: *bind, Profiling: *profiling})
 	if err := srv.Run(ctx); err != nil {
 		logger.Error(err, "Proxy failed")
 		klog.Flush()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -157,5 +158,28 @@ func BenchmarkFrameStats(b *testing.B) {
 	for b.Loop() {
 		v.Requested(0)
 		v.Responded(0, time.Millisecond)
+	}
+}
+
+// TestProfilingOnlyWhenAsked: Go's profiles are on the management port with Options.Profiling
+// (--profiling) and nowhere without it.
+func TestProfilingOnlyWhenAsked(t *testing.T) {
+	for name, profiling := range map[string]bool{"off by default": false, "on when asked": true} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			pki := newPKI(t)
+			cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+			pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
+				Clusters: []testCluster{{Name: "a", Prefix: "a", Target: "127.0.0.1:1"}}}
+			p := startProxyWith(t, Options{ConfigPath: writeConfig(t, dir, pc), Profiling: profiling})
+			resp, err := http.Get("http://" + p.srv.ManagementAddr().String() + "/debug/pprof/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if served := resp.StatusCode == http.StatusOK; served != profiling {
+				t.Errorf("/debug/pprof/ answered %d with Profiling %v", resp.StatusCode, profiling)
+			}
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"os"
 	"slices"
@@ -48,6 +49,9 @@ type Options struct {
 	// Dial opens upstream TCP connections; nil means a net.Dialer with the upstream dial timeout
 	// and keepalive. Tests use it to resolve names without DNS.
 	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// Profiling serves Go's /debug/pprof/ profiles on the management port (--profiling), for
+	// measuring the proxy under load; off by default, as they show the proxy's internals.
+	Profiling bool
 }
 
 // Server is a running proxy.
@@ -511,6 +515,10 @@ func (s *Server) startManagement(ctx context.Context, m config.Management) error
 	})
 	if m.Metrics {
 		mux.Handle("/metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	}
+	if s.opts.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(m.BindAddress, strconv.Itoa(int(m.Port))))
 	if err != nil {
