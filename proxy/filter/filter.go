@@ -55,11 +55,22 @@ type Exchange struct {
 // (a re-encoded record batch): pooled, and given back once the request is encoded, so nothing
 // may keep it beyond OnRequest. Filters working on partitions in parallel may call it at once.
 func (x *Exchange) Scratch(n int) []byte {
-	b := kafka.GetFrame(n)
+	b := frameBuffer(n)
 	x.scratchMu.Lock()
 	defer x.scratchMu.Unlock()
 	x.scratch = append(x.scratch, b)
 	return b
+}
+
+// frameBuffer is an empty buffer with room for n bytes, from the relay's frame pool when its
+// class is at most twice n, else of n bytes: a small answer, or one batch of a request of many
+// small partitions, must not hold a 64 KiB class each (answers wait in a connection's queue,
+// scratch buffers until the request is encoded). kafka.PutFrame leaves the unpooled ones alone.
+func frameBuffer(n int) []byte {
+	if kafka.FrameClass(n) <= 2*n {
+		return kafka.GetFrame(n)
+	}
+	return make([]byte, 0, n)
 }
 
 // releaseScratch gives the Scratch buffers back: their bytes were copied into the frame.
@@ -260,7 +271,7 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	if x.ClientID != nil {
 		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
 	}
-	out := kafka.GetFrame(len(frame) + len(frame)/8) // room for what filters add; the relay gives it back
+	out := frameBuffer(len(frame) + len(frame)/8) // room for what filters add; the relay gives it back
 	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
 	if len(out) > c.lim.MaxFrame {
 		if x.Key != kmsg.Produce.Int16() {
@@ -517,7 +528,7 @@ func encodeResponse(corr int32, key, version int16, resp kmsg.Response, sizeHint
 	// Sized for the frame it replaces and some growth (encryption adds to each record), so a
 	// large Fetch or Produce is not copied over and over as it grows; pooled, and given back by
 	// the relay once written.
-	b := kafka.GetFrame(max(256, sizeHint+sizeHint/8))[:8]
+	b := frameBuffer(max(256, sizeHint+sizeHint/8))[:8]
 	binary.BigEndian.PutUint32(b[4:], uint32(corr))
 	if resp.IsFlexible() && key != kmsg.ApiVersions.Int16() {
 		b = append(b, 0)

@@ -214,3 +214,15 @@ func TestDecodedValuesCharged(t *testing.T) {
 		t.Errorf("a %d-byte frame of 200,000 values was decoded with a budget of 64 MiB", len(frame))
 	}
 }
+
+// TestScratchFitsWhatIsAsked: a scratch buffer comes from the frame pool only when its class is at
+// most twice the size asked, so a request of a thousand tiny partitions does not hold a thousand
+// 64 KiB buffers.
+func TestScratchFitsWhatIsAsked(t *testing.T) {
+	var x filter.Exchange
+	for n, want := range map[int]int{100: 100, 20 << 10: 20 << 10, 40 << 10: 64 << 10, 200 << 10: 256 << 10, 5 << 20: 5 << 20} {
+		if got := cap(x.Scratch(n)); got != want {
+			t.Errorf("Scratch(%d): capacity %d, want %d", n, got, want)
+		}
+	}
+}

@@ -333,6 +333,16 @@ func GetFrame(n int) []byte {
 	return make([]byte, 0, n)
 }
 
+// FrameClass is the capacity GetFrame(n) gives: a pooled class, or n itself above the largest.
+func FrameClass(n int) int {
+	for _, c := range frameClasses {
+		if int64(n) <= c {
+			return int(c)
+		}
+	}
+	return n
+}
+
 // PutFrame gives a buffer from GetFrame back; one of another size is left to the collector.
 func PutFrame(b []byte) {
 	for i, c := range frameClasses {
