@@ -175,8 +175,9 @@ func (c *Chain) WithLimits(lim Limits) *Chain {
 // Conn is one client connection's view of a chain, and what filters keep per connection.
 type Conn struct {
 	*Chain
-	mu    sync.Mutex
-	state map[Filter]any
+	mu      sync.Mutex
+	state   map[Filter]any
+	subject Subject // subject.go
 }
 
 // ForConnection is the chain as one connection's relay uses it.

@@ -267,7 +267,7 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
 	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration,
 		pending: make(chan kafka.Pending, maxPending),
-		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name), Filters: connectionFilters(route)}}
+		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name), Filters: connectionFilters(route, pc.client)}}
 	reqDone := make(chan error, 1)
 	go r.requests(first, reqDone)
 	respErr := r.responses()

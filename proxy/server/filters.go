@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/tls"
+	"net"
+
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// The filter types kafkalink-proxy implements register themselves.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/all"
@@ -18,11 +21,18 @@ func (s *Server) filterBudget(size int64) *filter.Budget {
 	return s.budget
 }
 
-// connectionFilters is a route's filter chain as one connection's relay sees it; nil (a nil
-// interface, which the relay checks for) without filters.
-func connectionFilters(route *vcRoute) kafka.Filters {
+// connectionFilters is a route's filter chain as one connection's relay sees it, with the
+// subject of the client's verified certificate when it presented one; nil (a nil interface,
+// which the relay checks for) without filters.
+func connectionFilters(route *vcRoute, client net.Conn) kafka.Filters {
 	if route.filters == nil {
 		return nil
 	}
-	return route.filters.ForConnection()
+	fc := route.filters.ForConnection()
+	if tc, ok := client.(*tls.Conn); ok {
+		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+			fc.SetSubject(filter.SubjectFromCertificate(certs[0]))
+		}
+	}
+	return fc
 }
