@@ -106,6 +106,7 @@ func main() {
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N (10 s each; merge them with go tool pprof)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -181,7 +182,10 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
 		mib, rounds, latN, brokers, partitions, runtimeProcs())
-	if err := measureAll(paths, loads, mib, rounds, latN); err != nil {
+	stopProfile := hops.proxy.profile(hops.ports[2])
+	err = measureAll(paths, loads, mib, rounds, latN)
+	stopProfile()
+	if err != nil {
 		return err
 	}
 	if small.n > 0 {

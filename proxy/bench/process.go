@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // proxyProcess is kafkalink-proxy running as a process of its own, built from
@@ -35,7 +38,11 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfgPath)
+	args := []string{"--config", cfgPath}
+	if proxyProfile != "" {
+		args = append(args, "--profiling")
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -51,6 +58,47 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 func (p *proxyProcess) stop() {
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
+}
+
+// proxyProfile is -proxyprofile: where the profiles of the proxy process go.
+var proxyProfile string
+
+// profile takes CPU profiles of the proxy, 5 s each, into proxyProfile.N until stop is called,
+// which waits for the one in progress: `go tool pprof` shows or merges them.
+func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
+	if proxyProfile == "" {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=5", mgmtPort))
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "proxy profile:", err)
+				time.Sleep(time.Second)
+				continue
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK {
+				err = os.WriteFile(fmt.Sprintf("%s.%d", proxyProfile, i), b, 0o644)
+			}
+			if err != nil || resp.StatusCode != http.StatusOK {
+				fmt.Fprintln(os.Stderr, "proxy profile:", resp.Status, err)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
 }
 
 func (p *proxyProcess) pid() int { return p.cmd.Process.Pid }

@@ -550,3 +550,32 @@ func (c *Chain) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// PartitionwiseFetch is implemented by filters whose OnResponse of a Fetch response treats each
+// partition on its own: a chain whose Fetch filters all do streams large Fetch responses one
+// partition at a time (kafka.FetchStreamer) instead of holding them whole.
+type PartitionwiseFetch interface {
+	PartitionwiseFetch()
+}
+
+// FetchPartitions is kafka.FetchStreamer: for the response to a Fetch request of a flexible
+// version whose filters are all PartitionwiseFetch, the filter of one partition. Each partition
+// goes through Response as a response of its own, with the request's exchange.
+func (c *Conn) FetchPartitions(version int16, state any) kafka.PartitionFilter {
+	x, ok := state.(*Exchange)
+	if !ok || x.Key != kmsg.Fetch.Int16() || version < 12 {
+		return nil
+	}
+	for _, f := range c.wants[x.Key] {
+		if _, ok := f.(PartitionwiseFetch); !ok {
+			return nil
+		}
+	}
+	return func(frame []byte) ([]byte, func(), error) {
+		out, err := c.Response(x.Key, version, frame, x)
+		if err != nil || kafka.SameBuffer(out, frame) {
+			return out, nil, err
+		}
+		return out, func() { kafka.PutFrame(out) }, nil
+	}
+}

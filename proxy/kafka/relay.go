@@ -276,16 +276,16 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		p.Filtered, p.State = true, state
 		r.pending <- p
 	}
-	if !sameBuffer(forward, frame) {
+	if !SameBuffer(forward, frame) {
 		defer PutFrame(forward) // built by the filters (GetFrame); written or copied once Write returns
 	}
 	_, err = dst.Write(forward)
 	return err
 }
 
-// sameBuffer reports whether a and b start in the same array: a filter that changed nothing
+// SameBuffer reports whether a and b start in the same array: a filter that changed nothing
 // forwards the frame it was given.
-func sameBuffer(a, b []byte) bool {
+func SameBuffer(a, b []byte) bool {
 	return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0]
 }
 
@@ -513,6 +513,11 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 		}
 		return malformed("%s response of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
 	}
+	if pf := partitionFilter(filters, p, total); pf != nil {
+		n, dropped, err := streamFilteredFetch(mover{src: src, dst: dst}, p.Version, total, r.opts.Addresses, pf)
+		r.countRewrites(p.Key, n, dropped)
+		return err
+	}
 	read, err := readFrame(src, total)
 	if err != nil {
 		return err
@@ -522,7 +527,7 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 	if err != nil {
 		return err
 	}
-	if !sameBuffer(frame, read) {
+	if !SameBuffer(frame, read) {
 		defer PutFrame(frame) // a frame the filters built (GetFrame), no longer used once relayed
 	}
 	mv := mover{src: bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), dst: dst}
@@ -532,24 +537,38 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 // relayResponse relays one response frame of total bytes through mv: a large Fetch v16+
 // streamed, one that carries addresses rewritten, the others passed on.
 func (r *responseRelay) relayResponse(mv mover, p Pending, total int64) error {
-	stats := r.opts.Stats
 	if p.Key == kmsg.Fetch.Int16() && p.Version >= 16 && total > FetchBufferLimit {
 		n, dropped, err := streamFetch(mv, p.Version, total, r.opts.Addresses)
-		if err != nil {
-			return err
-		}
-		if stats != nil && n > 0 {
-			stats.Rewrote(p.Key, n)
-		}
-		if stats != nil && dropped {
-			stats.DroppedEndpoints()
-		}
-		return nil
+		r.countRewrites(p.Key, n, dropped)
+		return err
 	}
 	if !NeedsRewrite(p.Key, p.Version) {
 		return mv.pass(total)
 	}
-	return rewriteOne(mv.src, mv.dst, p, int(total), r.opts.Addresses, stats)
+	return rewriteOne(mv.src, mv.dst, p, int(total), r.opts.Addresses, r.opts.Stats)
+}
+
+// countRewrites counts the addresses rewritten in a streamed response, and endpoints dropped.
+func (r *responseRelay) countRewrites(key int16, n int, dropped bool) {
+	if stats := r.opts.Stats; stats != nil {
+		if n > 0 {
+			stats.Rewrote(key, n)
+		}
+		if dropped {
+			stats.DroppedEndpoints()
+		}
+	}
+}
+
+// partitionFilter is the filters' partition filter for the response to p, when they stream it:
+// a Fetch response as large as those streamed unfiltered (smaller ones are filtered whole, and
+// their NodeEndpoints rewritten exactly).
+func partitionFilter(filters Filters, p Pending, total int64) PartitionFilter {
+	fs, ok := filters.(FetchStreamer)
+	if !ok || p.Key != kmsg.Fetch.Int16() || p.State == nil || total <= FetchBufferLimit {
+		return nil
+	}
+	return fs.FetchPartitions(p.Version, p.State)
 }
 
 // rewriteOne reads one response frame of total bytes whole, rewrites the addresses in it and

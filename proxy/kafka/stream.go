@@ -126,29 +126,38 @@ func skipTagSection(c cursor) {
 }
 
 // walkFetchBody moves c from the throttle time of a flexible Fetch response (after the
-// response header) to its top-level tagged fields, the one place that knows the layout.
+// response header) to its top-level tagged fields; with walkTopicKey and walkPartition, the one
+// place that knows the layout.
 func walkFetchBody(c cursor, version int16) {
 	c.advance(4 + 2 + 4) // throttle, error code, session id
 	array(c, func() {    // topics
-		if version >= 13 {
-			c.advance(16) // topic id
-		} else if l := c.uvarint(); l > 0 {
-			c.advance(int64(l - 1))
-		}
-		array(c, func() { // partitions
-			c.advance(4 + 2 + 8 + 8 + 8)
-			array(c, func() { // aborted transactions
-				c.advance(16)
-				skipTagSection(c)
-			})
-			c.advance(4)                 // preferred read replica
-			if l := c.uvarint(); l > 0 { // records
-				c.advance(int64(l - 1))
-			}
-			skipTagSection(c)
-		})
+		walkTopicKey(c, version)
+		array(c, func() { walkPartition(c) })
 		skipTagSection(c)
 	})
+}
+
+// walkTopicKey moves over a Fetch response topic's name (v12) or id (v13+).
+func walkTopicKey(c cursor, version int16) {
+	if version >= 13 {
+		c.advance(16)
+	} else if l := c.uvarint(); l > 0 {
+		c.advance(int64(l - 1))
+	}
+}
+
+// walkPartition moves over one partition of a flexible Fetch response, records included.
+func walkPartition(c cursor) {
+	c.advance(4 + 2 + 8 + 8 + 8) // index, error code, high watermark, last stable offset, log start offset
+	array(c, func() {            // aborted transactions
+		c.advance(16)
+		skipTagSection(c)
+	})
+	c.advance(4)                 // preferred read replica
+	if l := c.uvarint(); l > 0 { // records
+		c.advance(int64(l - 1))
+	}
+	skipTagSection(c)
 }
 
 // StreamFetch copies one Fetch response frame (size included, total bytes long) of version
@@ -183,7 +192,7 @@ func streamFetch(mv mover, version int16, total int64, m AddressMap) (n int, dro
 		_, err := dst.Write(tail)
 		return 0, false, err
 	}
-	out, n, dropped, err := rewriteTagSection(tail, m)
+	out, n, dropped, err := rewriteTagSection(tail, m, len(tail))
 	if err != nil {
 		return 0, false, err
 	}
@@ -334,20 +343,21 @@ func padTo(tags []tag, size int) ([]byte, bool) {
 }
 
 // rewriteTagSection rewrites the NodeEndpoints (tag 0) of a Fetch response's top-level
-// tagged section, keeping its length.
-func rewriteTagSection(section []byte, m AddressMap) (out []byte, n int, dropped bool, err error) {
+// tagged section, making it size bytes long (at least its length) with a padding tag.
+func rewriteTagSection(section []byte, m AddressMap, size int) (out []byte, n int, dropped bool, err error) {
 	tags, err := parseTags(section)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	idx := -1
-	for i, t := range tags {
-		if t.key == 0 {
-			idx = i
-		}
+	idx := slices.IndexFunc(tags, func(t tag) bool { return t.key == 0 })
+	if idx < 0 && size == len(section) {
+		return section, 0, false, nil
 	}
 	if idx < 0 {
-		return section, 0, false, nil
+		if out, ok := padTo(tags, size); ok {
+			return out, 0, false, nil
+		}
+		return nil, 0, false, errors.New("cannot pad a Fetch response's tagged fields to the announced size")
 	}
 	eps, n, err := rewriteEndpoints(tags[idx].data, m)
 	if err != nil {
@@ -355,11 +365,11 @@ func rewriteTagSection(section []byte, m AddressMap) (out []byte, n int, dropped
 	}
 	withEps := append([]tag(nil), tags...)
 	withEps[idx].data = eps
-	if out, ok := padTo(withEps, len(section)); ok {
+	if out, ok := padTo(withEps, size); ok {
 		return out, n, false, nil
 	}
 	without := append(append([]tag(nil), tags[:idx]...), tags[idx+1:]...)
-	if out, ok := padTo(without, len(section)); ok {
+	if out, ok := padTo(without, size); ok {
 		return out, n, true, nil
 	}
 	return nil, 0, false, errors.New("cannot rewrite Fetch NodeEndpoints within the original frame size")

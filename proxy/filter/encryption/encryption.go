@@ -344,6 +344,10 @@ func (e *encryptor) lookupsFor(x *filter.Exchange) *lookups {
 	return l
 }
 
+// PartitionwiseFetch says that a Fetch response is decrypted partition by partition, each on its
+// own: the chain may stream it (filter.PartitionwiseFetch).
+func (e *encryptor) PartitionwiseFetch() {}
+
 // OnResponse adds refused Produce partitions, and decrypts Fetch and ShareFetch responses.
 func (e *encryptor) OnResponse(ctx context.Context, x *filter.Exchange) error {
 	switch resp := x.Response.(type) {

@@ -1,0 +1,289 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A filtered Fetch response is streamed too, partition by partition: each partition is read
+// (bounded by the filters' frame limit, as a whole response is otherwise), filtered, and written
+// before the next one is read, so the broker-to-proxy transfer, the filters' work and the
+// proxy-to-client transfer overlap, and the proxy holds one partition, not the response. The
+// frame size goes out first, before any partition has been filtered: it is the broker's plus
+// fetchSlack. Filters that shrink partitions (decryption does) and the slack they do not use
+// are made up by the padding tag at the end (PaddingTag); a partition that would grow past the
+// room left is cut after its last whole record batch that fits, which clients read as a
+// response that reached its size limit (they fetch the rest next).
+
+// PartitionFilter filters one partition of a Fetch response, given as a Fetch response frame of
+// its own (size included) with one topic and that partition (OnePartitionFetch's layout). It
+// returns the frame the filters made of it, for the same topic, and a release function (or nil)
+// that gives the returned frame's buffer back once it is written.
+type PartitionFilter func(frame []byte) (out []byte, release func(), err error)
+
+// FetchStreamer is implemented by Filters that can filter a Fetch response one partition at a
+// time.
+type FetchStreamer interface {
+	// FetchPartitions returns the partition filter for the response to a request that went
+	// through Request with state, or nil when the response must be filtered whole.
+	FetchPartitions(version int16, state any) PartitionFilter
+}
+
+// minPadding is the smallest padding a tagged section can take: a padding tag's key (2 bytes)
+// and its empty length.
+const minPadding = 3
+
+// fetchSlack is how much larger than the broker's a filtered Fetch response is announced: the
+// room its filters have to make partitions larger (a re-compressed batch may grow).
+func fetchSlack(total int64) int64 { return minPadding + total/128 }
+
+// fetchStream is one filtered Fetch response on its way from the broker to the client.
+type fetchStream struct {
+	w       *walker // copies what it walks to the client, except while capturing
+	version int16
+	corr    int32
+	filter  PartitionFilter
+	topic   []byte // the current topic's key
+	// frame is where a partition is captured, after the head of a one-partition response, a
+	// pooled buffer given back when the stream ends.
+	frame []byte
+	room  int64 // how many bytes the rest may grow and still leave room for padding
+}
+
+// streamFilteredFetch streams one Fetch response frame of version 12 or later (total bytes, size
+// included) from mv.src to mv.dst through filter, rewriting v16+ NodeEndpoints with m as
+// streamFetch does.
+func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, filter PartitionFilter) (n int, dropped bool, err error) {
+	if version < 12 || version > MaxVersion(kmsg.Fetch.Int16()) || total < 8 {
+		return 0, false, malformed("a filtered Fetch stream needs a flexible Fetch version, got v%d", version)
+	}
+	slack := fetchSlack(total)
+	hdr := make([]byte, 8)
+	if _, err := io.ReadFull(mv.src, hdr); err != nil {
+		return 0, false, err
+	}
+	binary.BigEndian.PutUint32(hdr, uint32(total-4+slack))
+	if _, err := mv.dst.Write(hdr); err != nil {
+		return 0, false, err
+	}
+	s := &fetchStream{w: &walker{mv: mover{src: mv.src, dst: mv.dst}, left: total - 8}, version: version, filter: filter, room: slack - minPadding,
+		corr: int32(binary.BigEndian.Uint32(hdr[4:])), frame: GetFrame(int(min(total, passChunk)))}
+	defer func() { PutFrame(s.frame) }()
+	skipTagSection(s.w) // response header
+	s.w.advance(4 + 2 + 4)
+	array(s.w, s.nextTopic)
+	if s.w.err != nil {
+		return 0, false, s.w.err
+	}
+	return s.finish(m)
+}
+
+// nextTopic streams one topic: its key as it is, each partition filtered.
+func (s *fetchStream) nextTopic() {
+	s.frame = s.frame[:0]
+	s.capture(func() { walkTopicKey(s.w, s.version) })
+	s.topic = slices.Clone(s.frame)
+	s.write(s.topic)
+	array(s.w, s.nextPartition)
+	skipTagSection(s.w)
+}
+
+// nextPartition reads one partition whole into a response of its own, filters that, and writes
+// the partition the filters made of it, cut to the room left.
+func (s *fetchStream) nextPartition() {
+	s.frame = appendOnePartitionHead(s.frame[:0], s.corr, s.topic)
+	head := len(s.frame)
+	s.capture(func() { walkPartition(s.w) })
+	if s.w.err != nil {
+		return
+	}
+	inLen := int64(len(s.frame) - head)
+	s.frame = endOnePartition(s.frame)
+	out, release, err := s.filter(s.frame)
+	if release != nil {
+		defer release()
+	}
+	var part []byte
+	if err == nil {
+		part, err = s.filteredPartition(out)
+	}
+	if err != nil {
+		s.w.fail(err)
+		return
+	}
+	if grow := int64(len(part)) - inLen; grow > s.room {
+		if part, err = cutPartition(part, inLen+s.room); err != nil {
+			s.w.fail(err)
+			return
+		}
+	}
+	s.room -= int64(len(part)) - inLen
+	s.write(part)
+}
+
+// filteredPartition is the partition of a filtered one-partition response, which must still be
+// the topic's.
+func (s *fetchStream) filteredPartition(out []byte) ([]byte, error) {
+	topic, part, err := PartitionOf(out, s.version)
+	if err == nil && !bytes.Equal(topic, s.topic) {
+		err = malformed("the filters changed the topic of a streamed Fetch partition")
+	}
+	return part, err
+}
+
+// capture walks a part of the response onto the end of s.frame instead of to the client.
+func (s *fetchStream) capture(walk func()) {
+	client := s.w.mv.dst
+	s.w.mv.dst = (*frameWriter)(&s.frame)
+	walk()
+	s.w.mv.dst = client
+}
+
+// frameWriter appends to a pooled frame, moving to a larger class when it is full.
+type frameWriter []byte
+
+func (f *frameWriter) Write(b []byte) (int, error) {
+	if len(*f)+len(b) > cap(*f) {
+		grown := append(GetFrame(2*(len(*f)+len(b))), *f...)
+		PutFrame(*f)
+		*f = grown
+	}
+	*f = append(*f, b...)
+	return len(b), nil
+}
+
+func (s *fetchStream) write(b []byte) {
+	if s.w.err != nil {
+		return
+	}
+	if _, err := s.w.mv.dst.Write(b); err != nil {
+		s.w.fail(err)
+	}
+}
+
+// finish writes the top-level tagged section, rewritten and padded to the announced size.
+func (s *fetchStream) finish(m AddressMap) (int, bool, error) {
+	if s.w.left > 1<<20 {
+		return 0, false, malformed("%d bytes of top-level tagged fields", s.w.left)
+	}
+	tail := make([]byte, s.w.left)
+	if _, err := io.ReadFull(s.w.mv.src, tail); err != nil {
+		return 0, false, err
+	}
+	size := len(tail) + int(s.room) + minPadding
+	if s.version < 16 {
+		m = nil // no NodeEndpoints before v16: tag 0 is not theirs
+	}
+	out, n, dropped, err := padTagSection(tail, m, size)
+	if err != nil {
+		return 0, false, err
+	}
+	_, err = s.w.mv.dst.Write(out)
+	return n, dropped, err
+}
+
+// padTagSection is rewriteTagSection, or without m the section as it is, padded to size.
+func padTagSection(section []byte, m AddressMap, size int) ([]byte, int, bool, error) {
+	if m != nil {
+		return rewriteTagSection(section, m, size)
+	}
+	tags, err := parseTags(section)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	out, ok := padTo(tags, size)
+	if !ok {
+		return nil, 0, false, malformed("cannot pad a Fetch response's tagged fields from %d to %d bytes", len(section), size)
+	}
+	return out, 0, false, nil
+}
+
+// cutPartition shortens an encoded Fetch partition to at most limit bytes by dropping record
+// batches from its end, as a broker does when a response reaches its size limit.
+func cutPartition(part []byte, limit int64) ([]byte, error) {
+	c := &sliceCursor{b: part}
+	c.advance(4 + 2 + 8 + 8 + 8)
+	array(c, func() {
+		c.advance(16)
+		skipTagSection(c)
+	})
+	c.advance(4)
+	head := c.off
+	l := c.uvarint()
+	if c.err != nil || l == 0 || l-1 > uint64(c.remaining()) {
+		return nil, malformed("a filtered Fetch partition of %d bytes does not fit in %d", len(part), limit)
+	}
+	records := part[c.off : c.off+int(l-1)]
+	tags := part[c.off+int(l-1):]
+	keep := 0
+	for keep+12 <= len(records) {
+		n := 12 + int(int32(binary.BigEndian.Uint32(records[keep+8:])))
+		fits := int64(head+uvarintLen(uint64(keep+n+1))+keep+n+len(tags)) <= limit
+		if n < 12 || keep+n > len(records) || !fits {
+			break
+		}
+		keep += n
+	}
+	out := append(slices.Clip(part[:head]), binary.AppendUvarint(nil, uint64(keep+1))...)
+	out = append(append(out, records[:keep]...), tags...)
+	if int64(len(out)) > limit {
+		return nil, malformed("a filtered Fetch partition of %d bytes does not fit in %d", len(part), limit)
+	}
+	return out, nil
+}
+
+// OnePartitionFetch is a Fetch response frame (size included) of one topic with one partition,
+// the frames a PartitionFilter is given.
+func OnePartitionFetch(correlationID int32, topic, partition []byte) []byte {
+	b := appendOnePartitionHead(make([]byte, 0, 20+len(topic)+len(partition)+2), correlationID, topic)
+	return endOnePartition(append(b, partition...))
+}
+
+// appendOnePartitionHead appends the bytes of a one-partition Fetch response before the
+// partition: a size to be set by endOnePartition, the correlation id, the body up to the topic,
+// the topic's key and a partition count of one.
+func appendOnePartitionHead(b []byte, correlationID int32, topic []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, 0)
+	b = binary.BigEndian.AppendUint32(b, uint32(correlationID))
+	b = append(b, 0)                      // response header tags
+	b = append(b, make([]byte, 4+2+4)...) // throttle, error code, session id
+	b = append(b, 2)                      // one topic
+	return append(append(b, topic...), 2) // its key, one partition
+}
+
+// endOnePartition appends the tags that follow the partition and sets the size.
+func endOnePartition(b []byte) []byte {
+	b = append(b, 0, 0) // the topic's and the response's tags
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// PartitionOf returns the topic key and the one partition of a frame like OnePartitionFetch's
+// (size included), as a filter re-encoded it.
+func PartitionOf(frame []byte, version int16) (topic, partition []byte, err error) {
+	c := &sliceCursor{b: frame}
+	c.advance(8)
+	skipTagSection(c)
+	c.advance(4 + 2 + 4)
+	if n := c.uvarint(); n != 2 && c.err == nil {
+		return nil, nil, malformed("a filtered one-partition Fetch with %d topics", int64(n)-1)
+	}
+	start := c.off
+	walkTopicKey(c, version)
+	topicEnd := c.off
+	if n := c.uvarint(); n != 2 && c.err == nil {
+		return nil, nil, malformed("a filtered one-partition Fetch with %d partitions", int64(n)-1)
+	}
+	partStart := c.off
+	walkPartition(c)
+	partEnd := c.off
+	skipTagSection(c)
+	if c.err != nil {
+		return nil, nil, c.err
+	}
+	return frame[start:topicEnd], frame[partStart:partEnd], nil
+}

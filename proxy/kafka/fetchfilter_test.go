@@ -1,0 +1,169 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testBatches is n record batches of size bytes each as the framing (base offset, length)
+// clients split them by; the bodies are the batch's number repeated.
+func testBatches(n, size int) []byte {
+	var b []byte
+	for i := range n {
+		b = binary.BigEndian.AppendUint64(b, uint64(i))
+		b = binary.BigEndian.AppendUint32(b, uint32(size-12))
+		b = append(b, bytes.Repeat([]byte{byte(i)}, size-12)...)
+	}
+	return b
+}
+
+// multiPartitionFetch is a Fetch response of version v: three topics of two partitions each,
+// with batches of 1 KiB, and the NodeEndpoints of brokers (v16+).
+func multiPartitionFetch(v int16, brokers []kmsg.FetchResponseBroker) *kmsg.FetchResponse {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(v)
+	for ti := range 3 {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = fmt.Sprintf("topic-%d", ti), [16]byte{byte(ti + 1)}
+		for pi := range 2 {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition, p.HighWatermark = int32(pi), 100
+			p.RecordBatches = testBatches(4+ti, 1024)
+			t.Partitions = append(t.Partitions, p)
+		}
+		r.Topics = append(r.Topics, t)
+	}
+	if v >= 16 {
+		r.Brokers = brokers
+	}
+	return r
+}
+
+// decodeFetch decodes a streamed response frame (size included), checking that the size
+// matches, with the padding tag taken out.
+func decodeFetch(t *testing.T, v int16, frame []byte) *kmsg.FetchResponse {
+	t.Helper()
+	if got := int(binary.BigEndian.Uint32(frame)); got != len(frame)-4 {
+		t.Fatalf("v%d: frame size %d announced, %d sent", v, got, len(frame)-4)
+	}
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(v)
+	if err := r.ReadFrom(frame[9:]); err != nil {
+		t.Fatalf("v%d: the streamed response does not decode: %v", v, err)
+	}
+	r.UnknownTags = kmsg.Tags{}
+	return r
+}
+
+// recordsFilter applies f to the records of every partition it is given.
+func recordsFilter(t *testing.T, v int16, f func(records []byte) []byte) PartitionFilter {
+	return func(frame []byte) ([]byte, func(), error) {
+		r := decodeFetch(t, v, frame)
+		p := &r.Topics[0].Partitions[0]
+		p.RecordBatches = f(p.RecordBatches)
+		return sized(frameResponse(r)), nil, nil
+	}
+}
+
+func TestStreamFilteredFetch(t *testing.T) {
+	brokers := []kmsg.FetchResponseBroker{{NodeID: 1, Host: "upstream-broker-1.kafka.svc.cluster.local", Port: 9093}}
+	tests := map[string]struct {
+		records func([]byte) []byte
+		// want is what the client must get of each partition's batches, from those sent.
+		want func(sent []byte) []byte
+	}{
+		"unchanged partitions go out as they came": {
+			records: func(b []byte) []byte { return b },
+			want:    func(b []byte) []byte { return b },
+		},
+		"shrunk partitions are made up by padding": {
+			records: func(b []byte) []byte { return b[:1024] },
+			want:    func(b []byte) []byte { return b[:1024] },
+		},
+		"partitions that grow use the slack": {
+			records: func(b []byte) []byte { return append(slices.Clone(b), testBatches(1, 13)...) },
+			want:    func(b []byte) []byte { return append(slices.Clone(b), testBatches(1, 13)...) },
+		},
+		"partitions that outgrow the slack lose their last batches": {
+			records: func(b []byte) []byte { return append(slices.Clone(b), testBatches(8, 1024)...) },
+			want:    nil, // checked below: whole batches, fewer than made
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for v := int16(12); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+				sent := multiPartitionFetch(v, brokers)
+				in := sized(frameResponse(sent))
+				var out bytes.Buffer
+				_, dropped, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(in), 16), dst: &out}, v, int64(len(in)), testMap, recordsFilter(t, v, tc.records))
+				if err != nil {
+					t.Fatalf("v%d: %v", v, err)
+				}
+				got := decodeFetch(t, v, out.Bytes())
+				if v >= 16 && (dropped || len(got.Brokers) != 1 || got.Brokers[0].Host != "vc-broker-1.example.com") {
+					t.Errorf("v%d: node endpoints %+v (dropped %v), want rewritten", v, got.Brokers, dropped)
+				}
+				checkPartitions(t, v, sent, got, tc.records, tc.want)
+			}
+		})
+	}
+}
+
+// checkPartitions compares each partition the client got with what the filter made of what was
+// sent: exactly want's, or with want nil a prefix of whole batches.
+func checkPartitions(t *testing.T, v int16, sent, got *kmsg.FetchResponse, made, want func([]byte) []byte) {
+	t.Helper()
+	cut := 0
+	defer func() {
+		if want == nil && cut == 0 {
+			t.Errorf("v%d: no partition was cut, though they outgrew the slack", v)
+		}
+	}()
+	for i, st := range sent.Topics {
+		for j, sp := range st.Partitions {
+			gp := got.Topics[i].Partitions[j]
+			if gp.Partition != sp.Partition || gp.HighWatermark != sp.HighWatermark {
+				t.Fatalf("v%d: partition %d/%d came out as %+v", v, i, j, gp)
+			}
+			if want != nil {
+				if !bytes.Equal(gp.RecordBatches, want(sp.RecordBatches)) {
+					t.Errorf("v%d: topic %d partition %d: %d bytes of records, want %d", v, i, j, len(gp.RecordBatches), len(want(sp.RecordBatches)))
+				}
+				continue
+			}
+			full := made(sp.RecordBatches)
+			if len(gp.RecordBatches) < len(full) {
+				cut++
+			}
+			if !bytes.HasPrefix(full, gp.RecordBatches) || len(gp.RecordBatches)%1024 != 0 {
+				t.Errorf("v%d: topic %d partition %d: %d bytes, not whole batches of the %d made", v, i, j, len(gp.RecordBatches), len(full))
+			}
+		}
+	}
+}
+
+func TestOnePartitionFetchRoundTrip(t *testing.T) {
+	for v := int16(12); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		r := multiPartitionFetch(v, nil)
+		in := sized(frameResponse(r))
+		c := &sliceCursor{b: in}
+		c.advance(9 + 10 + 1)
+		start := c.off
+		walkTopicKey(c, v)
+		topic := in[start:c.off]
+		c.advance(1)
+		start = c.off
+		walkPartition(c)
+		part := in[start:c.off]
+		gotTopic, gotPart, err := PartitionOf(OnePartitionFetch(7, topic, part), v)
+		if err != nil || !bytes.Equal(gotTopic, topic) || !bytes.Equal(gotPart, part) {
+			t.Fatalf("v%d: PartitionOf(OnePartitionFetch) = %x, %d bytes, %v", v, gotTopic, len(gotPart), err)
+		}
+	}
+}
