@@ -109,7 +109,7 @@ type Chain struct {
 	wants   map[int16][]Filter
 	// gateFilters are the filters whose gates start closed on each connection (gate.go).
 	gateFilters []Gate
-	lim     Limits
+	lim         Limits
 	// sum fingerprints the filters' configuration, and files are the files they read: what a
 	// reload compares to keep the chain.
 	sum   [32]byte
