@@ -304,7 +304,7 @@ func TestSaslInspectionHostileFrames(t *testing.T) {
 		"SaslAuthenticate whose bytes announce more than the frame": func(r *rawConn) error {
 			r.handshake("SCRAM-SHA-512")
 			frame := header(kmsg.SASLAuthenticate.Int16(), 1, 0)
-			frame = append(frame, 0, 3, 'r', 'a', 'w')        // client id
+			frame = append(frame, 0, 3, 'r', 'a', 'w')          // client id
 			frame = binary.BigEndian.AppendUint32(frame, 1<<30) // auth bytes length
 			binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
 			_, err := r.send(nil, frame)

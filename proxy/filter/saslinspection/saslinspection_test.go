@@ -303,4 +303,3 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
-
