@@ -116,7 +116,7 @@ func TestGateClosedLater(t *testing.T) {
 	if err != nil || answer == nil {
 		t.Fatalf("answer %x, err %v", answer, err)
 	}
-	if other := conn.Chain.ForConnection(); other.Wants(kmsg.Produce.Int16()) {
+	if other := conn.ForConnection(); other.Wants(kmsg.Produce.Int16()) {
 		t.Fatal("closing one connection's gate closed another's")
 	}
 }
