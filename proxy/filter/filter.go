@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -573,6 +574,13 @@ func (c *Chain) Close() error {
 	return errors.Join(errs...)
 }
 
+// forPartition is a copy of a Fetch exchange for one partition of its response, which filters
+// see on a goroutine of its own.
+func (x *Exchange) forPartition() *Exchange {
+	return &Exchange{Key: x.Key, Version: x.Version, CorrelationID: x.CorrelationID, ClientID: x.ClientID,
+		Request: x.Request, Conn: x.Conn, state: x.state, names: maps.Clone(x.names)}
+}
+
 // PartitionwiseFetch is implemented by filters whose OnResponse of a Fetch response treats each
 // partition on its own: a chain whose Fetch filters all do streams large Fetch responses one
 // partition at a time (kafka.FetchStreamer) instead of holding them whole.
@@ -582,7 +590,8 @@ type PartitionwiseFetch interface {
 
 // FetchPartitions is kafka.FetchStreamer: for the response to a Fetch request of a flexible
 // version whose filters are all PartitionwiseFetch, the filter of one partition. Each partition
-// goes through Response as a response of its own, with the request's exchange.
+// goes through Response as a response of its own, with a copy of the request's exchange (the
+// stream filters partitions of a response at the same time).
 func (c *Conn) FetchPartitions(version int16, state any) kafka.PartitionFilter {
 	x, ok := state.(*Exchange)
 	if !ok || x.Key != kmsg.Fetch.Int16() || version < 12 {
@@ -594,7 +603,7 @@ func (c *Conn) FetchPartitions(version int16, state any) kafka.PartitionFilter {
 		}
 	}
 	return func(frame []byte) ([]byte, func(), error) {
-		out, err := c.Response(x.Key, version, frame, x)
+		out, err := c.Response(x.Key, version, frame, x.forPartition())
 		if err != nil || kafka.SameBuffer(out, frame) {
 			return out, nil, err
 		}

@@ -3,7 +3,9 @@ package kafka
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"runtime"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,10 +50,21 @@ type fetchStream struct {
 	corr    int32
 	filter  PartitionFilter
 	topic   []byte // the current topic's key
-	// frame is where a partition is captured, after the head of a one-partition response, a
-	// pooled buffer given back when the stream ends.
-	frame []byte
-	room  int64 // how many bytes the rest may grow and still leave room for padding
+	// inFlight are the current topic's partitions being filtered, oldest first: up to
+	// GOMAXPROCS at once, so that a response's partitions use the cores as they did when it
+	// was filtered whole.
+	inFlight []*partitionJob
+	room     int64 // how many bytes the rest may grow and still leave room for padding
+}
+
+// partitionJob is one partition being filtered.
+type partitionJob struct {
+	frame   []byte // the one-partition response, a pooled buffer
+	inLen   int64  // the partition's length as the broker sent it
+	out     []byte
+	release func()
+	err     error
+	done    chan struct{}
 }
 
 // streamFilteredFetch streams one Fetch response frame of version 12 or later (total bytes, size
@@ -71,8 +84,8 @@ func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, fil
 		return 0, false, err
 	}
 	s := &fetchStream{w: &walker{mv: mover{src: mv.src, dst: mv.dst}, left: total - 8}, version: version, filter: filter, room: slack - minPadding,
-		corr: int32(binary.BigEndian.Uint32(hdr[4:])), frame: GetFrame(int(min(total, passChunk)))}
-	defer func() { PutFrame(s.frame) }()
+		corr: int32(binary.BigEndian.Uint32(hdr[4:]))}
+	defer s.abandon()
 	skipTagSection(s.w) // response header
 	s.w.advance(4 + 2 + 4)
 	array(s.w, s.nextTopic)
@@ -84,45 +97,89 @@ func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, fil
 
 // nextTopic streams one topic: its key as it is, each partition filtered.
 func (s *fetchStream) nextTopic() {
-	s.frame = s.frame[:0]
-	s.capture(func() { walkTopicKey(s.w, s.version) })
-	s.topic = slices.Clone(s.frame)
+	key := make([]byte, 0, 64) // a topic name is usually short, an id 16 bytes
+	s.capture(&key, func() { walkTopicKey(s.w, s.version) })
+	s.topic = key
 	s.write(s.topic)
 	array(s.w, s.nextPartition)
+	for len(s.inFlight) > 0 {
+		s.writeOldest()
+	}
 	skipTagSection(s.w)
 }
 
-// nextPartition reads one partition whole into a response of its own, filters that, and writes
-// the partition the filters made of it, cut to the room left.
+// nextPartition reads one partition whole into a response of its own and starts filtering it;
+// the oldest partition in flight is written first when the cores are all busy.
 func (s *fetchStream) nextPartition() {
-	s.frame = appendOnePartitionHead(s.frame[:0], s.corr, s.topic)
-	head := len(s.frame)
-	s.capture(func() { walkPartition(s.w) })
+	if len(s.inFlight) >= runtime.GOMAXPROCS(0) {
+		s.writeOldest()
+	}
+	j := &partitionJob{frame: appendOnePartitionHead(GetFrame(passChunk), s.corr, s.topic), done: make(chan struct{})}
+	head := len(j.frame)
+	s.capture(&j.frame, func() { walkPartition(s.w) })
+	s.inFlight = append(s.inFlight, j)
+	if s.w.err != nil {
+		close(j.done)
+		return
+	}
+	j.inLen = int64(len(j.frame) - head)
+	j.frame = endOnePartition(j.frame)
+	go s.run(j)
+}
+
+// run filters one partition. A panic (a dependency's bug on hostile bytes) fails the stream,
+// whose connection then ends, rather than the process.
+func (s *fetchStream) run(j *partitionJob) {
+	defer close(j.done)
+	defer func() {
+		if r := recover(); r != nil {
+			j.err = fmt.Errorf("filtering a streamed Fetch partition: %v", r)
+		}
+	}()
+	j.out, j.release, j.err = s.filter(j.frame)
+}
+
+// writeOldest waits for the oldest partition in flight and writes what the filters made of it,
+// cut to the room left.
+func (s *fetchStream) writeOldest() {
+	j := s.inFlight[0]
+	s.inFlight = s.inFlight[1:]
+	<-j.done
+	defer j.free()
 	if s.w.err != nil {
 		return
 	}
-	inLen := int64(len(s.frame) - head)
-	s.frame = endOnePartition(s.frame)
-	out, release, err := s.filter(s.frame)
-	if release != nil {
-		defer release()
-	}
-	var part []byte
+	var b []byte
+	err := j.err
 	if err == nil {
-		part, err = s.filteredPartition(out)
+		b, err = s.filteredPartition(j.out)
+	}
+	if err == nil && int64(len(b))-j.inLen > s.room {
+		b, err = cutPartition(b, j.inLen+s.room)
 	}
 	if err != nil {
 		s.w.fail(err)
 		return
 	}
-	if grow := int64(len(part)) - inLen; grow > s.room {
-		if part, err = cutPartition(part, inLen+s.room); err != nil {
-			s.w.fail(err)
-			return
-		}
+	s.room -= int64(len(b)) - j.inLen
+	s.write(b)
+}
+
+// free gives a finished job's buffers back.
+func (j *partitionJob) free() {
+	if j.release != nil {
+		j.release()
 	}
-	s.room -= int64(len(part)) - inLen
-	s.write(part)
+	PutFrame(j.frame)
+}
+
+// abandon waits for the partitions still in flight when the stream failed, and frees them.
+func (s *fetchStream) abandon() {
+	for _, j := range s.inFlight {
+		<-j.done
+		j.free()
+	}
+	s.inFlight = nil
 }
 
 // filteredPartition is the partition of a filtered one-partition response, which must still be
@@ -135,15 +192,15 @@ func (s *fetchStream) filteredPartition(out []byte) ([]byte, error) {
 	return part, err
 }
 
-// capture walks a part of the response onto the end of s.frame instead of to the client.
-func (s *fetchStream) capture(walk func()) {
+// capture walks a part of the response onto the end of *buf instead of to the client.
+func (s *fetchStream) capture(buf *[]byte, walk func()) {
 	client := s.w.mv.dst
-	s.w.mv.dst = (*frameWriter)(&s.frame)
+	s.w.mv.dst = (*frameWriter)(buf)
 	walk()
 	s.w.mv.dst = client
 }
 
-// frameWriter appends to a pooled frame, moving to a larger class when it is full.
+// frameWriter appends to a frame (pooled or nil), moving to a larger pooled class when it is full.
 type frameWriter []byte
 
 func (f *frameWriter) Write(b []byte) (int, error) {

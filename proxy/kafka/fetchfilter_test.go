@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -166,4 +167,57 @@ func TestOnePartitionFetchRoundTrip(t *testing.T) {
 			t.Fatalf("v%d: PartitionOf(OnePartitionFetch) = %x, %d bytes, %v", v, gotTopic, len(gotPart), err)
 		}
 	}
+}
+
+// TestStreamFilteredFetchFails: a filter that fails, panics or renames the topic, and a response
+// that ends early, end the stream with an error (the connection closes) and never a partial frame
+// announced as whole without error, nor a crash.
+func TestStreamFilteredFetchFails(t *testing.T) {
+	const v = 16
+	good := sized(frameResponse(multiPartitionFetch(v, nil)))
+	tests := map[string]struct {
+		in     []byte
+		filter PartitionFilter
+	}{
+		"a filter error": {good, func([]byte) ([]byte, func(), error) { return nil, nil, errors.New("kms down") }},
+		"a filter panic": {good, func([]byte) ([]byte, func(), error) { panic("a dependency's bug") }},
+		"a filter that renames the topic": {good, func(frame []byte) ([]byte, func(), error) {
+			r := kmsg.NewPtrFetchResponse()
+			r.SetVersion(v)
+			if err := r.ReadFrom(frame[9:]); err != nil {
+				return nil, nil, err
+			}
+			r.Topics[0].TopicID[0] ^= 0xff
+			return sized(frameResponse(r)), nil, nil
+		}},
+		"a truncated response": {good[:len(good)-100], recordsFilter(t, v, func(b []byte) []byte { return b })},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			_, _, err := streamFilteredFetch(mover{src: bufio.NewReader(bytes.NewReader(tc.in)), dst: &out}, v, int64(len(good)), testMap, tc.filter)
+			if err == nil {
+				t.Fatal("the stream ended without an error")
+			}
+		})
+	}
+}
+
+// FuzzStreamFilteredFetch: whatever a broker sends, the filtered stream ends (no partition is
+// left in flight), and what it sends the client when it succeeds is as long as it announced.
+func FuzzStreamFilteredFetch(f *testing.F) {
+	for v := int16(12); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		f.Add(v, sized(frameResponse(multiPartitionFetch(v, nil))))
+	}
+	huge := sized(frameResponse(multiPartitionFetch(16, nil)))
+	binary.BigEndian.PutUint32(huge[9+10+1+16+1+4+2+8+8+8+1+4:], 0xffffffff) // a records length varint's neighbourhood
+	f.Add(int16(16), huge)
+	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
+		var out bytes.Buffer
+		same := func(frame []byte) ([]byte, func(), error) { return frame, nil, nil }
+		_, _, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(frame), 16), dst: &out}, version, int64(len(frame)), testMap, same)
+		if err == nil && int64(out.Len()) != int64(len(frame))+fetchSlack(int64(len(frame))) {
+			t.Fatalf("%d bytes out for a %d-byte frame announced %d", out.Len(), len(frame), int64(len(frame))+fetchSlack(int64(len(frame))))
+		}
+	})
 }
