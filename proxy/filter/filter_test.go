@@ -220,7 +220,7 @@ func TestDecodedValuesCharged(t *testing.T) {
 // 64 KiB buffers.
 func TestScratchFitsWhatIsAsked(t *testing.T) {
 	var x filter.Exchange
-	for n, want := range map[int]int{100: 100, 20 << 10: 20 << 10, 40 << 10: 64 << 10, 200 << 10: 256 << 10, 5 << 20: 5 << 20} {
+	for n, want := range map[int]int{100: 100, 20 << 10: 20 << 10, 40 << 10: 64 << 10, 200 << 10: 256 << 10, 5 << 20: 8 << 20, 9 << 20: 9 << 20} {
 		if got := cap(x.Scratch(n)); got != want {
 			t.Errorf("Scratch(%d): capacity %d, want %d", n, got, want)
 		}

@@ -311,10 +311,12 @@ func readFrame(src io.Reader, total int64) ([]byte, error) {
 	return buf, nil
 }
 
-// frameClasses are the sizes of pooled frame buffers: 64 KiB times powers of four. Filtered
-// frames are read and dropped at the rate requests arrive, and allocating each afresh (zeroed,
-// at sizes the runtime takes from the OS) cost the filtered path a third of its CPU.
-var frameClasses = [...]int64{64 << 10, 256 << 10, 1 << 20, 4 << 20}
+// frameClasses are the sizes of pooled frame buffers: 64 KiB times powers of two, so that any
+// size up to the largest has a class less than twice as large (the filters take a pooled frame
+// only then, FrameClass). Filtered frames are read and dropped at the rate requests arrive, and
+// allocating each afresh (zeroed, at sizes the runtime takes from the OS) cost the filtered path
+// a third of its CPU.
+var frameClasses = [...]int64{64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20}
 
 var framePools [len(frameClasses)]sync.Pool
 

@@ -11,9 +11,15 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
-// BenchmarkChain16KiB is the filter's own cost on a Produce request and a Fetch response of 56
-// 16 KiB records (about one 900 KiB batch), through the chain as the relay calls it.
-func BenchmarkChain16KiB(b *testing.B) {
+// BenchmarkChain is the filter's own cost on a Produce request and a Fetch response of about
+// one 900 KiB batch, of 56 records of 16 KiB or 896 of 1 KiB, through the chain as the relay
+// calls it.
+func BenchmarkChain(b *testing.B) {
+	b.Run("16KiB", func(b *testing.B) { benchChain(b, 16<<10, 56) })
+	b.Run("1KiB", func(b *testing.B) { benchChain(b, 1<<10, 896) })
+}
+
+func benchChain(b *testing.B, size, count int) {
 	e, _ := newTestFilter(b, "")
 	dir := e.kms.(*countingKMS).KMS.(SecretKMS).Dir
 	c, err := filter.NewChain(context.Background(), "bench", []config.Filter{{Name: "e", Type: "RecordEncryption",
@@ -21,9 +27,9 @@ func BenchmarkChain16KiB(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	values := make([][]byte, 56)
+	values := make([][]byte, count)
 	for i := range values {
-		values[i] = recordValueForBench(16 << 10)
+		values[i] = recordValueForBench(size)
 	}
 	raw := batch(b, 0, values...)
 	req := kmsg.NewPtrProduceRequest()
