@@ -197,3 +197,31 @@ func (v *View) Allows(t Type, name string, op Op) bool { return v.Allowed(t, nam
 
 // Checks reports whether resources of type t are checked (some rule is about them).
 func (v *View) Checks(t Type) bool { return v.used[t] }
+
+// MayEver reports whether some allow rule grants the subject op on some resource of type t
+// (deny rules aside): Kafka lets an idempotent producer in with WRITE on any topic.
+func (v *View) MayEver(t Type, op Op) bool {
+	if !v.used[t] {
+		return true
+	}
+	ix := &v.sides[1][t]
+	if ix.any.Has(op) {
+		return true
+	}
+	for _, ops := range ix.exact {
+		if ops.Has(op) {
+			return true
+		}
+	}
+	for _, ops := range ix.prefixes {
+		if ops.Has(op) {
+			return true
+		}
+	}
+	for _, r := range ix.regexes {
+		if r.ops.Has(op) {
+			return true
+		}
+	}
+	return false
+}

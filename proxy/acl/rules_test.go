@@ -61,7 +61,7 @@ func TestMatcher(t *testing.T) {
 		{"erin", TransactionalID, "tx-1", Describe, true},
 		{"erin", TransactionalID, "ty-1", Describe, false},
 		{"erin", Cluster, "kafka-cluster", Alter, true}, // no rule names the cluster: not checked
-		{"", Topic, "orders-1", Read, false},           // the anonymous subject matches no rule, not even like "*"
+		{"", Topic, "orders-1", Read, false},            // the anonymous subject matches no rule, not even like "*"
 		{"", Cluster, "kafka-cluster", Describe, true},
 	}
 	for _, tc := range tests {
