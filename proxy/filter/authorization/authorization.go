@@ -119,7 +119,13 @@ func (a *authorizer) OnRequest(_ context.Context, x *filter.Exchange) error {
 	v := a.view(x.Conn)
 	e := enforcements[x.Key]
 	if e == nil {
-		x.Answer(refuse(x.Request))
+		resp, ok := refuse(x.Request)
+		if !ok {
+			// A response without an error code would say it succeeded; clients never send
+			// a key ApiVersions does not offer.
+			return fmt.Errorf("authorization: %s is not enforced (%s) and not offered in ApiVersions", kmsg.NameForKey(x.Key), refusedKeys[kmsg.Key(x.Key)])
+		}
+		x.Answer(resp)
 		return nil
 	}
 	merge, answer := e(x, v)

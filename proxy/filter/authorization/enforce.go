@@ -152,12 +152,12 @@ func apiVersions(*filter.Exchange, *acl.View) (pending, bool) {
 // by id only, which the filter cannot check, so clients are offered these at most.
 var namedVersions = map[kmsg.Key]int16{kmsg.OffsetCommit: 9, kmsg.OffsetFetch: 9, kmsg.TxnOffsetCommit: 5}
 
-// refuse answers a request of a key without enforcement.
-func refuse(req kmsg.Request) kmsg.Response {
+// refuse answers a request of a key without enforcement with UNSUPPORTED_VERSION, when its
+// response has a top-level error code.
+func refuse(req kmsg.Request) (kmsg.Response, bool) {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	setTopError(resp, kerr.UnsupportedVersion.Code)
-	return resp
+	return resp, setTopError(resp, kerr.UnsupportedVersion.Code)
 }
 
 // setTopError sets the response's top-level error code, reporting whether it has one.

@@ -1,6 +1,8 @@
 package authorization
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -298,8 +300,27 @@ func metadata(x *filter.Exchange, v *acl.View) (pending, bool) {
 	}
 	all := r.Topics == nil || r.Version == 0 && len(r.Topics) == 0
 	autoCreate := r.AllowAutoTopicCreation
+	var denied []kmsg.MetadataRequestTopic
+	if !all {
+		// Denied topics named by name are not asked for; with none left the request asks for
+		// no topic (v1+), which still answers with the brokers the client needs.
+		describe := topicCheck(v, acl.Describe)
+		r.Topics, denied = split(r.Topics, func(t *kmsg.MetadataRequestTopic) bool { return t.Topic == nil || describe(*t.Topic) })
+		if r.Version == 0 && len(r.Topics) == 0 && len(denied) > 0 {
+			r.Topics = denied[:1] // v0 has no "no topics": ask for one denied topic, filtered below
+		}
+	}
 	return func(resp kmsg.Response, v *acl.View) {
 		mr := resp.(*kmsg.MetadataResponse)
+		defer func() {
+			for _, t := range denied {
+				if !slices.ContainsFunc(mr.Topics, func(m kmsg.MetadataResponseTopic) bool { return m.Topic != nil && *m.Topic == *t.Topic }) {
+					d := kmsg.NewMetadataResponseTopic()
+					d.ErrorCode, d.Topic = topicDenied, t.Topic
+					mr.Topics = append(mr.Topics, d)
+				}
+			}
+		}()
 		cluster := v.Checks(acl.Cluster) && v.Allows(acl.Cluster, clusterName, acl.Create)
 		topics := mr.Topics[:0]
 		for _, t := range mr.Topics {
@@ -343,8 +364,18 @@ func describeTopicPartitions(x *filter.Exchange, v *acl.View) (pending, bool) {
 		return nil, false
 	}
 	all := len(r.Topics) == 0
+	describe := topicCheck(v, acl.Describe)
+	var denied []kmsg.DescribeTopicPartitionsRequestTopic
+	r.Topics, denied = split(r.Topics, func(t *kmsg.DescribeTopicPartitionsRequestTopic) bool { return describe(t.Topic) })
 	return func(resp kmsg.Response, v *acl.View) {
 		dr := resp.(*kmsg.DescribeTopicPartitionsResponse)
+		defer func() {
+			for _, t := range denied {
+				d := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				d.ErrorCode, d.Topic = topicDenied, &t.Topic
+				dr.Topics = append(dr.Topics, d)
+			}
+		}()
 		topics := dr.Topics[:0]
 		for _, t := range dr.Topics {
 			name := ""
@@ -365,5 +396,5 @@ func describeTopicPartitions(x *filter.Exchange, v *acl.View) (pending, bool) {
 			topics = append(topics, t)
 		}
 		dr.Topics = topics
-	}, false
+	}, !all && len(r.Topics) == 0
 }
