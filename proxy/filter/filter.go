@@ -46,7 +46,7 @@ type Exchange struct {
 	// unchanged counts the filters that said Unchanged.
 	unchanged int
 	state     map[Filter]any
-	names  map[[16]byte]string // the topic ids it names, resolved (TopicName)
+	names     map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
 	scratchMu sync.Mutex
@@ -270,8 +270,11 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
 	}
-	if x.unchanged == len(c.wants[x.Key]) && x.Key != kmsg.ApiVersions.Int16() {
-		return frame, nil, nil, nil // see Unchanged; ApiVersions responses are always capped
+	if x.unchanged == len(c.wants[x.Key]) && x.Key != kmsg.ApiVersions.Int16() { // see Unchanged
+		if idsFrom(x.Key) {
+			return frame, nil, nil, nil // the chain still learns topic ids from the response
+		}
+		return frame, nil, kafka.PassResponse, nil
 	}
 	switch r := x.Request.(type) {
 	case *kmsg.FetchRequest:
