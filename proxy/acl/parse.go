@@ -101,7 +101,8 @@ func Parse(name string, src []byte) (*Rules, error) {
 	}
 	if len(p.errs) > 0 {
 		for _, e := range p.errs {
-			if ea, ok := e.(*ErrorAt); ok {
+			var ea *ErrorAt
+			if errors.As(e, &ea) {
 				ea.File = name
 			}
 		}
