@@ -210,3 +210,32 @@ func assertProduceCodes(ctx context.Context, t *testing.T, cl *kgo.Client) {
 		t.Errorf("one Produce to orders-2 and payments: %v", codes)
 	}
 }
+
+// TestAuthorizationAnonymousIsDenied: without client certificates a connection is anonymous,
+// which no rule matches (not even `like "*"`), as in Kroxylicious: it may not produce to a topic
+// every named user may, and lists no topic.
+func TestAuthorizationAnonymousIsDenied(t *testing.T) {
+	dir := t.TempDir()
+	writeAtomic(t, dir+"/rules.acl", []byte(`from io.kroxylicious.filter.authorization import TopicResource as Topic;
+allow User with name like "*" to * Topic with name like "orders-*";
+otherwise deny;
+`))
+	f := startFilteredProxy(t, Options{}, fmt.Sprintf(`  filters:
+  - {name: acl, type: io.kroxylicious.filter.authorization.Authorization, config: {authorizer: AclAuthorizerService, authorizerConfig: {aclFile: %s/rules.acl}}}
+`, dir))
+	opts, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", f.pc.Port), f.pki.pool, "", nil)
+	cl, err := kgo.NewClient(append(opts, kgo.RecordRetries(2), kgo.RequestRetries(2))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	created, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, "orders-1")
+	if err != nil || !errors.Is(created["orders-1"].Err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("anonymous creates orders-1: %v %v, want TOPIC_AUTHORIZATION_FAILED", err, created["orders-1"].Err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders-1", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("anonymous produces: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+}

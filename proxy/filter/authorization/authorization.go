@@ -83,13 +83,13 @@ func build(cfg *Config, env filter.Env) (filter.Filter, error) {
 	return &authorizer{rules: rules}, nil
 }
 
-// Keys are every key kmsg knows: the filter decides on each (enforce.go).
+// Keys are every key below maxKey: the filter decides on each kmsg knows (enforce.go), and a
+// request of any other is one the chain cannot decode, which closes the connection (fail
+// closed: Kafka's keys end well below 128, and a broker refuses keys it does not know too).
 func (a *authorizer) Keys() []int16 {
-	var keys []int16
-	for k := range int16(maxKey) {
-		if kmsg.RequestForKey(k) != nil {
-			keys = append(keys, k)
-		}
+	keys := make([]int16, maxKey)
+	for k := range keys {
+		keys[k] = int16(k)
 	}
 	return keys
 }
@@ -106,7 +106,7 @@ func (a *authorizer) view(c *filter.Conn) *acl.View {
 	st := c.State(a, func() any { return &connState{view: a.rules.For("")} }).(*connState)
 	user := c.Subject().User
 	if user != st.user {
-		// Requests of one connection are filtered one at a time, in order.
+		// Only OnRequest calls view: a connection's requests are filtered one at a time.
 		st.user, st.view = user, a.rules.For(user)
 	}
 	return st.view
@@ -114,6 +114,14 @@ func (a *authorizer) view(c *filter.Conn) *acl.View {
 
 // pending is what OnResponse needs of a request: the response's merge.
 type pending func(resp kmsg.Response, v *acl.View)
+
+// inFlight is a forwarded request's merge, with the view it was decided with: responses are
+// filtered on another goroutine than requests, so OnResponse does not touch the connection's
+// state.
+type inFlight struct {
+	merge pending
+	view  *acl.View
+}
 
 func (a *authorizer) OnRequest(_ context.Context, x *filter.Exchange) error {
 	v := a.view(x.Conn)
@@ -140,14 +148,14 @@ func (a *authorizer) OnRequest(_ context.Context, x *filter.Exchange) error {
 	case merge == nil:
 		x.Unchanged()
 	default:
-		x.Set(a, merge)
+		x.Set(a, inFlight{merge, v})
 	}
 	return nil
 }
 
 func (a *authorizer) OnResponse(_ context.Context, x *filter.Exchange) error {
-	if merge, ok := x.Get(a).(pending); ok {
-		merge(x.Response, a.view(x.Conn))
+	if f, ok := x.Get(a).(inFlight); ok {
+		f.merge(x.Response, f.view)
 	}
 	return nil
 }

@@ -279,3 +279,13 @@ func BenchmarkProduceAllowed(b *testing.B) {
 		}
 	}
 }
+
+// TestUnknownKeyClosesTheConnection: a key the filter cannot decide on is not forwarded.
+func TestUnknownKeyClosesTheConnection(t *testing.T) {
+	conn := connFor(t, ordersRules, "CN=alice")
+	frame := frameOf(kmsg.NewPtrMetadataRequest(), 1)
+	binary.BigEndian.PutUint16(frame[4:], 120) // no such key
+	if fwd, answer, _, err := conn.Request(frame); err == nil || fwd != nil || answer != nil {
+		t.Fatalf("key 120: forwarded %v, answered %v, err %v", fwd != nil, answer != nil, err)
+	}
+}
