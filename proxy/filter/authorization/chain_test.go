@@ -289,3 +289,46 @@ func TestUnknownKeyClosesTheConnection(t *testing.T) {
 		t.Fatalf("key 120: forwarded %v, answered %v, err %v", fwd != nil, answer != nil, err)
 	}
 }
+
+// TestMetadataDoesNotAutoCreateWithoutCreate: a subject that may describe but not create a topic
+// does not have it auto-created, and gets TOPIC_AUTHORIZATION_FAILED for it.
+func TestMetadataDoesNotAutoCreateWithoutCreate(t *testing.T) {
+	conn := connFor(t, `from io.kroxylicious.filter.authorization import TopicResource as Topic;
+allow User with name = "CN=alice" to DESCRIBE Topic with name like "new-*";
+allow User with name = "CN=alice" to * Topic with name like "mine-*";
+otherwise deny;`, "CN=alice")
+	for topic, create := range map[string]bool{"new-1": false, "mine-1": true} {
+		md := kmsg.NewPtrMetadataRequest()
+		md.AllowAutoTopicCreation = true
+		md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		forward, _, state, err := conn.Request(frameOf(md, 12))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd := kmsg.NewPtrMetadataRequest()
+		fwd.SetVersion(12)
+		if err := fwd.ReadFrom(forward[19:]); err != nil {
+			t.Fatal(err)
+		}
+		if fwd.AllowAutoTopicCreation != create {
+			t.Errorf("%s: forwarded with auto-creation %v", topic, fwd.AllowAutoTopicCreation)
+		}
+		broker := kmsg.NewPtrMetadataResponse()
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.ErrorCode = kmsg.StringPtr(topic), kerr.UnknownTopicOrPartition.Code
+		broker.Topics = append(broker.Topics, mt)
+		out, err := conn.Response(3, 12, responseFrame(broker, 12), state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := kmsg.NewPtrMetadataResponse()
+		readResponse(t, got, 12, out)
+		want := kerr.UnknownTopicOrPartition.Code
+		if !create {
+			want = kerr.TopicAuthorizationFailed.Code
+		}
+		if len(got.Topics) != 1 || got.Topics[0].ErrorCode != want {
+			t.Errorf("%s: %+v", topic, got.Topics)
+		}
+	}
+}

@@ -309,6 +309,14 @@ func metadata(x *filter.Exchange, v *acl.View) (pending, bool) {
 		if r.Version == 0 && len(r.Topics) == 0 && len(denied) > 0 {
 			r.Topics = denied[:1] // v0 has no "no topics": ask for one denied topic, filtered below
 		}
+		// The broker must not create a topic the subject may not create: Kafka checks CREATE
+		// first. Such a topic then comes back unknown, and gets TOPIC_AUTHORIZATION_FAILED.
+		clusterCreate := v.Checks(acl.Cluster) && v.Allows(acl.Cluster, clusterName, acl.Create)
+		for _, t := range r.Topics {
+			if autoCreate && !clusterCreate && t.Topic != nil && !v.Allows(acl.Topic, *t.Topic, acl.Create) {
+				r.AllowAutoTopicCreation = false
+			}
+		}
 	}
 	return func(resp kmsg.Response, v *acl.View) {
 		mr := resp.(*kmsg.MetadataResponse)
