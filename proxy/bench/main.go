@@ -1,6 +1,6 @@
 // Command bench measures kafkalink-proxy against direct connections and plain relays, in one
 // run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and CPU per MiB
-// moved, for eight paths. The client and a kfake of three brokers (every topic's six partitions
+// moved, for nine paths. The client and a kfake of three brokers (every topic's six partitions
 // spread over them) run in this process, with Go's GC held off during timed phases; the relays
 // and kafkalink-proxy each run as a process of their own, so each hop's CPU is its own:
 //
@@ -15,7 +15,11 @@
 //     filter whose rule is for another topic, so every Produce and Fetch is decoded and
 //     re-encoded by the chain and nothing else: the cost of having filters at all;
 //   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
-//     encrypted on produce and decrypted on fetch.
+//     encrypted on produce and decrypted on fetch;
+//   - proxy mTLS + authorization: kgo with a client certificate (its DN is the subject) to a
+//     listener with client CAs, through the Authorization filter with 100 rules (authzRules):
+//     every request checked, Metadata filtered, Produce and Fetch forwarded as read. Compared
+//     with the unfiltered proxy TLS row.
 //
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
 // each sending small Produce requests (-small-producers, small.go), then a table of a separate
@@ -97,7 +101,7 @@ func main() {
 	// 512 MiB keeps each timed phase above half a second: at 128 MiB a fetch took 160 ms, and
 	// the ratios between paths wandered by ±10 % from round to round.
 	mib := flag.Int("mib", 512, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
+	rounds := flag.Int("rounds", 3, "rounds over the nine paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	small := flag.Int("small-producers", 1000, "connections sending small Produce requests one after another, per path; 0 skips")
@@ -172,13 +176,13 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 		return err
 	}
 	defer tlsK.Close()
-	hops, err := startHops(dir, certs, plain.ListenAddrs(), len(loads)*rounds*8)
+	hops, err := startHops(dir, certs, plain.ListenAddrs(), len(loads)*rounds*9)
 	if err != nil {
 		return err
 	}
 	defer hops.stop()
 
-	paths := benchPaths(plain, tlsK, certs.pool, hops)
+	paths := benchPaths(plain, tlsK, certs, hops)
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
 		mib, rounds, latN, brokers, partitions, runtimeProcs())
@@ -217,7 +221,7 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 type hops struct {
 	plainRelay, tlsRelay *relay
 	proxy                *proxyProcess
-	ports                []int // the proxy's plain bootstrap port, TLS port, management port
+	ports                []int // the proxy's plain bootstrap port, TLS port, management port, mTLS port
 	firstBrokerPort      int   // the proxy's plain listener: one port per broker from here
 }
 
@@ -236,8 +240,12 @@ func startHops(dir string, certs benchCertFiles, targets []string, topics int) (
 		h.stop()
 		return nil, err
 	}
-	h.ports, h.firstBrokerPort = freePorts(3), consecutivePorts(brokers)
-	cfgPath, err := writeProxyConfig(dir, h, certs.proxyCert, certs.proxyKey, targets[0], keks)
+	h.ports, h.firstBrokerPort = freePorts(4), consecutivePorts(brokers)
+	if err := os.WriteFile(filepath.Join(dir, "rules.acl"), []byte(authzRules()), 0o600); err != nil {
+		h.stop()
+		return nil, err
+	}
+	cfgPath, err := writeProxyConfig(dir, h, certs, targets[0], keks)
 	if err == nil {
 		h.proxy, err = startProxy(dir, cfgPath, h.ports[2])
 	}
@@ -260,14 +268,15 @@ func (h *hops) stop() {
 	*h = hops{}
 }
 
-// benchPaths are the eight paths: clients dial the proxy's hostnames on loopback, over TLS with
+// benchPaths are the nine paths: clients dial the proxy's hostnames on loopback, over TLS with
 // the name as SNI where the path is TLS, and the relays for every broker.
-func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, h *hops) []path {
-	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
+func benchPaths(plain, tlsK *kfake.Cluster, certs benchCertFiles, h *hops) []path {
+	pool := certs.pool
+	toLoopback := func(useTLS bool, client ...tls.Certificate) func(context.Context, string, string) (net.Conn, error) {
 		return func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, _ := net.SplitHostPort(addr)
 			if useTLS {
-				d := &tls.Dialer{Config: &tls.Config{ServerName: host, RootCAs: pool}}
+				d := &tls.Dialer{Config: &tls.Config{ServerName: host, RootCAs: pool, Certificates: client}}
 				return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", port))
 			}
 			var d net.Dialer
@@ -287,6 +296,8 @@ func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, h *hops) []path
 		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy},
 		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy},
 		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy},
+		{"proxy mTLS + authorization", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("authz-bootstrap.bench.test:%d", h.ports[3])),
+			kgo.Dialer(toLoopback(true, *certs.client))}, 5, plain, proxy},
 	}
 }
 
@@ -317,6 +328,8 @@ func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
 // written to files, for the TLS relay), and the proxy's key pair for *.bench.test.
 type benchCertFiles struct {
 	pool                *x509.CertPool
+	caFile              string           // the CA, the mTLS listener's client CA
+	client              *tls.Certificate // the mTLS path's client: CN=bench
 	kfake               *tls.Certificate
 	kfakeCert, kfakeKey string
 	proxyCert, proxyKey string
@@ -334,6 +347,13 @@ func benchCerts(dir string) (benchCertFiles, error) {
 	}
 	proxyCert, err := issue(ca, caKey, []string{"*.bench.test"}, nil)
 	if err != nil {
+		return c, err
+	}
+	if c.client, err = issue(ca, caKey, nil, nil); err != nil {
+		return c, err
+	}
+	c.caFile = filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(c.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw}), 0o600); err != nil {
 		return c, err
 	}
 	c.kfakeCert, c.kfakeKey = filepath.Join(dir, "kfake.crt"), filepath.Join(dir, "kfake.key")
@@ -361,9 +381,10 @@ func serveProxy(ctx context.Context, cfgPath string, poll time.Duration) (done <
 	return ended, nil
 }
 
-// writeProxyConfig writes the proxy's configuration: a plain listener (port per broker) and a
-// TLS one with four virtual clusters, all to the plain kfake at target.
-func writeProxyConfig(dir string, h *hops, certFile, keyFile, target, keks string) (string, error) {
+// writeProxyConfig writes the proxy's configuration: a plain listener (port per broker), a TLS
+// one with three virtual clusters and an mTLS one with the authorization cluster, all to the
+// plain kfake at target.
+func writeProxyConfig(dir string, h *hops, certs benchCertFiles, target, keks string) (string, error) {
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
 - name: plain
@@ -374,6 +395,11 @@ listeners:
   port: %d
   bindAddress: 127.0.0.1
   keyPairs: [{certificateFile: %s, privateKeyFile: %s}]
+- name: mtls
+  port: %[10]d
+  bindAddress: 127.0.0.1
+  keyPairs: [{certificateFile: %[5]s, privateKeyFile: %[6]s}]
+  clientCAFiles: [%[11]s]
 virtualClusters:
 - {name: plain, listener: plain, bootstrapHost: plain-bootstrap.bench.test, brokerPattern: plain-broker-$(nodeId).bench.test, targetBootstrap: %[7]q}
 - {name: tls, listener: tls, bootstrapHost: tls-bootstrap.bench.test, brokerPattern: tls-broker-$(nodeId).bench.test, targetBootstrap: %[7]q}
@@ -389,9 +415,16 @@ virtualClusters:
   brokerPattern: enc-broker-$(nodeId).bench.test
   targetBootstrap: %[7]q
   filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
+- name: authz
+  listener: mtls
+  bootstrapHost: authz-bootstrap.bench.test
+  brokerPattern: authz-broker-$(nodeId).bench.test
+  targetBootstrap: %[7]q
+  filters: [{name: a, type: Authorization, config: {authorizer: AclAuthorizerService, authorizerConfig: {aclFile: %[12]s}}}]
 management: {port: %[8]d, bindAddress: 127.0.0.1, metrics: true}
 limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
-`, h.ports[0], h.firstBrokerPort, brokers-1, h.ports[1], certFile, keyFile, target, h.ports[2], keks)
+`, h.ports[0], h.firstBrokerPort, brokers-1, h.ports[1], certs.proxyCert, certs.proxyKey, target, h.ports[2], keks,
+		h.ports[3], certs.caFile, filepath.Join(dir, "rules.acl"))
 	cfgPath := filepath.Join(dir, "proxy.yaml")
 	return cfgPath, os.WriteFile(cfgPath, []byte(cfg), 0o600)
 }
@@ -766,7 +799,7 @@ func issue(ca *x509.Certificate, caKey *ecdsa.PrivateKey, dns []string, ips []ne
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
 	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: "bench"}, DNSNames: dns, IPAddresses: ips,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, err
@@ -783,4 +816,28 @@ func writePair(c *tls.Certificate, certFile, keyFile string) error {
 		return err
 	}
 	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}), 0o600)
+}
+
+// authzRules are the authorization path's 100 rules: the benchmark's subject (CN=bench) may do
+// anything with the bench-* topics; deny rules for it on other topics, rules for 80 other
+// subjects and a regex rule make the rules it is checked against realistic.
+func authzRules() string {
+	var b strings.Builder
+	b.WriteString("from io.kroxylicious.filter.authorization import TopicResource as Topic, GroupResource as Group;\n")
+	for i := range 10 {
+		fmt.Fprintf(&b, "deny User with name = \"CN=bench\" to WRITE Topic with name like \"secret-%d-*\";\n", i)
+	}
+	for i := range 30 {
+		fmt.Fprintf(&b, "deny User with name = \"CN=user-%d\" to * Topic with name like \"bench-*\";\n", i)
+	}
+	for i := range 50 {
+		fmt.Fprintf(&b, "allow User with name = \"CN=team-%d\" to {READ, WRITE} Topic with name like \"team-%d-*\";\n", i, i)
+	}
+	for i := range 8 {
+		fmt.Fprintf(&b, "allow User with name like \"CN=*\" to READ Group with name = \"group-%d\";\n", i)
+	}
+	b.WriteString("allow User with name like \"CN=*\" to DESCRIBE Topic with name matching /audit-[0-9]+/;\n")
+	b.WriteString("allow User with name = \"CN=bench\" to * Topic with name like \"bench-*\";\n")
+	b.WriteString("otherwise deny;\n")
+	return b.String()
 }

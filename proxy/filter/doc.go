@@ -14,6 +14,9 @@
 //     request is not forwarded, and later filters do not see it), or fail it with a Kafka error
 //     code by answering with an error response. An error returned closes the connection.
 //   - State a filter needs between a request and its response goes in the Exchange.
+//   - A filter that changed nothing and needs nothing of the response says Exchange.Unchanged:
+//     when every filter of the key does, the request is forwarded as read and its response
+//     relayed as if no filter wanted the key (kafka.PassResponse).
 //   - Frames of keys no filter wants, and every frame of a virtual cluster without filters, are
 //     never decoded: the hot path stays the byte-copying one.
 //   - A chain lives as long as its virtual cluster's filters, the files they read and the limits
@@ -38,5 +41,6 @@
 //     (the identity filters: a client that has not authenticated); Conn.Wants is every key then.
 //
 // Sub-packages: records (record batches: decode within an allowance, decompress, re-encode),
-// encryption (RecordEncryption), validation (RecordValidation), all (registers every filter).
+// encryption (RecordEncryption), validation (RecordValidation), authorization (Authorization,
+// with the rules of package proxy/acl), all (registers every filter).
 package filter

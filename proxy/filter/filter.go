@@ -44,8 +44,10 @@ type Exchange struct {
 	// Conn is the client connection the request came on.
 	Conn   *Conn
 	answer kmsg.Response
-	state  map[Filter]any
-	names  map[[16]byte]string // the topic ids it names, resolved (TopicName)
+	// unchanged counts the filters that said Unchanged.
+	unchanged int
+	state     map[Filter]any
+	names     map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
 	scratchMu sync.Mutex
@@ -86,6 +88,12 @@ func (x *Exchange) releaseScratch() {
 
 // Answer makes resp the response to the request, which is then not forwarded.
 func (x *Exchange) Answer(resp kmsg.Response) { x.answer = resp }
+
+// Unchanged tells the chain that the filter changed nothing in the request and needs nothing of
+// its response (an authorization filter that allowed it whole). When every filter of the key
+// says so, the request is forwarded as it was read, not re-encoded, and its response is relayed
+// as the broker sent it: a Produce or Fetch costs the filters only the request's decoding.
+func (x *Exchange) Unchanged() { x.unchanged++ }
 
 // Answered is the filter's answer, or nil when the request is to be forwarded.
 func (x *Exchange) Answered() kmsg.Response { return x.answer }
@@ -284,6 +292,12 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 		if x.answer != nil {
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
+	}
+	if x.unchanged == len(c.wants[x.Key]) && x.Key != kmsg.ApiVersions.Int16() { // see Unchanged
+		if idsFrom(x.Key) {
+			return frame, nil, nil, nil // the chain still learns topic ids from the response
+		}
+		return frame, nil, kafka.PassResponse, nil
 	}
 	switch r := x.Request.(type) {
 	case *kmsg.FetchRequest:

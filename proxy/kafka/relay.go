@@ -39,6 +39,7 @@ type Filters interface {
 	// Request filters a request frame: it returns the frame to forward, or an answer frame to
 	// send the client instead, and a state its response is filtered with. A nil state says
 	// the filters only read the response: one larger than MaxFrame is relayed without them.
+	// PassResponse says they need nothing of it: it is relayed as if they did not want the key.
 	Request(frame []byte) (forward, answer []byte, state any, err error)
 	// Response filters the response frame of a request that went through Request.
 	Response(key, version int16, frame []byte, state any) ([]byte, error)
@@ -46,6 +47,10 @@ type Filters interface {
 	// they want closes the connection before it is read.
 	MaxFrame() int32
 }
+
+// PassResponse is the state Filters.Request returns for a request whose response the filters
+// do not need (they let the request through as it was read).
+var PassResponse any = &struct{ _ byte }{}
 
 // Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
 // implementations must be cheap (observe.go).
@@ -273,7 +278,9 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		return nil
 	}
 	if respond {
-		p.Filtered, p.State = true, state
+		if state != PassResponse {
+			p.Filtered, p.State = true, state
+		}
 		r.pending <- p
 	}
 	if !SameBuffer(forward, frame) {

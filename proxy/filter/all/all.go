@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// Each filter registers itself in init.
+	_ "github.com/kafkalink/kafkalink/proxy/filter/authorization"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
