@@ -15,9 +15,6 @@ import (
 // JWKS: a token for the expected audience passes, with Hydra's scope claim (scp); one for another
 // audience, a forged one, an alg none one and an expired one are refused.
 func TestHydraTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Ory Hydra")
-	}
 	h := oauthtest.StartHydra(t)
 	id, secret := h.Client(t, []string{"kafka", "billing"}, "produce consume")
 	ctx := context.Background()

@@ -106,9 +106,6 @@ func refusedByTheProxy(ctx context.Context, t *testing.T, cl *kgo.Client, broker
 // token (Hydra's claims re-signed with another key under Hydra's kid), an alg none one and a
 // Hydra token for another audience are refused by the proxy and never reach the broker.
 func TestOauthBearerThroughTheProxyWithHydra(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Ory Hydra")
-	}
 	h := oauthtest.StartHydra(t)
 	id, secret := h.Client(t, []string{"kafka", "billing"}, "produce consume")
 	f := startFilteredProxy(t, Options{}, oauthFilter(h.JWKSURL, h.Issuer, ""))
