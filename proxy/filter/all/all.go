@@ -9,6 +9,7 @@ import (
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/authorization"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/oauthbearer"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
