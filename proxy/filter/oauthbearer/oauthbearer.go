@@ -37,6 +37,7 @@ import (
 
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	"github.com/kafkalink/kafkalink/proxy/oauth"
+	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
 // Type is the filter type, as Kroxylicious names it.
@@ -171,18 +172,21 @@ func (b *bearer) authenticate(ctx context.Context, x *filter.Exchange, req *kmsg
 	x.Set(b, claims)
 }
 
+// errInitialResponse marks a SaslAuthenticate that is not an OAUTHBEARER initial response.
+var errInitialResponse = errors.New("not an OAUTHBEARER initial client response (RFC 7628)")
+
 func (b *bearer) validate(ctx context.Context, authBytes []byte) (oauth.Claims, error) {
-	r, err := parseInitialResponse(authBytes)
+	r, err := sasl.ParseOAuthBearerInitial(authBytes)
 	if err != nil {
-		return oauth.Claims{}, err
+		return oauth.Claims{}, fmt.Errorf("%w: %w", errInitialResponse, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, validationTimeout)
 	defer cancel()
-	claims, err := b.v.Validate(ctx, r.token)
+	claims, err := b.v.Validate(ctx, r.Token)
 	if err != nil {
 		return oauth.Claims{}, err
 	}
-	if r.authzid != "" && r.authzid != claims.Subject {
+	if r.Authzid != "" && r.Authzid != claims.Subject {
 		// As Kafka's OAuthBearerSaslServer: a client may not act for another principal.
 		return oauth.Claims{}, fmt.Errorf("%w: the authorization id is not the token's subject", oauth.ErrInvalidToken)
 	}
