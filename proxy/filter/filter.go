@@ -114,6 +114,8 @@ type Chain struct {
 	files fileSums
 	// ids are the topic ids its clients' metadata named (topicids.go).
 	ids *topicIDs
+	// versions are the brokers' last ApiVersions (terminate.go).
+	versions upstreamVersions
 }
 
 // defaultBudget is the budget of chains built without WithLimits (tests, the operator's checks).
@@ -178,6 +180,9 @@ type Conn struct {
 	mu      sync.Mutex
 	state   map[Filter]any
 	subject Subject // subject.go
+	// onEnd runs when the connection ended (terminate.go).
+	onEnd []func()
+	ended bool
 }
 
 // ForConnection is the chain as one connection's relay uses it.
@@ -335,6 +340,7 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
 	defer x.Allowance.release()
 	if key == kmsg.ApiVersions.Int16() {
+		c.LearnVersions(resp.(*kmsg.ApiVersionsResponse))
 		c.capVersions(x)
 	}
 	c.ids.learnFrom(resp)
