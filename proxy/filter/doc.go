@@ -34,6 +34,8 @@
 //   - lifecycle.go: Chains and Plan, keeping chains across reloads and closing retired ones.
 //   - budget.go: the process-wide memory Budget, Limits, and each request's Allowance.
 //   - produce.go: Refusals, refusing some partitions of a Produce and forwarding the rest.
+//   - gate.go: Gate, a filter that sees every request of a connection until it opens its gate
+//     (the identity filters: a client that has not authenticated); Conn.Wants is every key then.
 //
 // Sub-packages: records (record batches: decode within an allowance, decompress, re-encode),
 // encryption (RecordEncryption), validation (RecordValidation), all (registers every filter).

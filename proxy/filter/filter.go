@@ -107,7 +107,9 @@ type Chain struct {
 	vc      string // the virtual cluster's name, for its filters' metrics
 	filters []Filter
 	wants   map[int16][]Filter
-	lim     Limits
+	// gateFilters are the filters whose gates start closed on each connection (gate.go).
+	gateFilters []Gate
+	lim         Limits
 	// sum fingerprints the filters' configuration, and files are the files they read: what a
 	// reload compares to keep the chain.
 	sum   [32]byte
@@ -153,6 +155,7 @@ func newChain(ctx context.Context, vc string, filters []config.Filter, lim Limit
 			c.wants[k] = append(c.wants[k], f)
 		}
 	}
+	c.gateFilters = gatesOf(c.filters)
 	return c, nil
 }
 
@@ -179,14 +182,19 @@ type Conn struct {
 	*Chain
 	mu      sync.Mutex
 	state   map[Filter]any
-	subject Subject // subject.go
+	subject Subject   // subject.go
+	gates   connGates // gate.go
 	// onEnd runs when the connection ended (terminate.go).
 	onEnd []func()
 	ended bool
 }
 
-// ForConnection is the chain as one connection's relay uses it.
-func (c *Chain) ForConnection() *Conn { return &Conn{Chain: c} }
+// ForConnection is the chain as one connection's relay uses it, with the chain's gates closed.
+func (c *Chain) ForConnection() *Conn {
+	conn := &Conn{Chain: c}
+	conn.gates.closed.Store(int32(len(c.gateFilters)))
+	return conn
+}
 
 // State returns what f keeps for this connection, made by init the first time.
 func (c *Conn) State(f Filter, init func() any) any {
@@ -245,7 +253,8 @@ var errMalformed = errors.New("malformed frame for the filters")
 // Request decodes a request frame, runs the filters that want it in order, and returns the
 // frame to forward (re-encoded when a filter may have changed it), or the answer frame.
 func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err error) {
-	if c.observesOnly(frame) {
+	gated := c.gates.closed.Load() > 0
+	if !gated && c.observesOnly(frame) {
 		return frame, nil, nil, nil // see kafka.Filters: the relay may pass a large response on
 	}
 	a := NewAllowance(c.ctx, c.lim, len(frame))
@@ -253,6 +262,18 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	x, err := decodeRequest(frame, a)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if gated {
+		x.Conn, x.Allowance = c, a
+		if answered, err := c.runGates(x); err != nil || answered {
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
+		}
+		if !c.Chain.Wants(x.Key) || c.observesOnly(frame) {
+			return frame, nil, nil, nil // only the gates wanted it
+		}
 	}
 	if resp := c.resolveRequest(x); resp != nil {
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, resp, 0), nil, nil
