@@ -105,3 +105,17 @@ func (c *Conn) End() {
 		fn()
 	}
 }
+
+// maxGatedFrame is the largest request a connection with a closed gate (a client that has not
+// authenticated) may send, as Kafka's sasl.server.max.receive.size: the chain reads such
+// requests whole, whatever their key.
+const maxGatedFrame = 512 << 10
+
+// MaxFrame is the largest request the chain takes on this connection: the chain's, and while a
+// gate is closed at most maxGatedFrame.
+func (c *Conn) MaxFrame() int32 {
+	if c.gates.closed.Load() > 0 {
+		return min(c.Chain.MaxFrame(), maxGatedFrame)
+	}
+	return c.Chain.MaxFrame()
+}

@@ -120,14 +120,13 @@ type connState struct {
 	failed  bool     // an authentication failed: the next request closes the connection
 	expired bool     // the session ended without a re-authentication
 	timer   *time.Timer
+	onEnd   sync.Once
 }
 
 func (f *saslTermination) state(c *filter.Conn) *connState {
-	return c.State(f, func() any {
-		st := &connState{}
-		c.OnEnd(st.stop)
-		return st
-	}).(*connState)
+	st := c.State(f, func() any { return &connState{} }).(*connState)
+	st.onEnd.Do(func() { c.OnEnd(st.stop) }) // not from State's init, which holds the Conn's lock
+	return st
 }
 
 // stop stops the session timer once the connection ended.
@@ -230,10 +229,13 @@ func (f *saslTermination) authenticate(ctx context.Context, x *filter.Exchange, 
 	if !done {
 		return resp
 	}
-	if prev := st.authenticated(); prev != "" && prev != who.user {
+	prev := st.authenticated()
+	if prev != "" && prev != who.user {
 		return f.fail(ctx, x, st, mech, kerr.SaslAuthenticationFailed, "a re-authentication may not change the principal")
 	}
 	resp.SessionLifetimeMillis = f.succeed(x.Conn, st, mech, who)
+	klog.FromContext(ctx).V(2).Info("SASL authenticated", "virtualCluster", f.vc, "mechanism", mech, "user", who.user,
+		"reauthentication", prev != "", "sessionLifetimeMs", resp.SessionLifetimeMillis)
 	return resp
 }
 

@@ -1,0 +1,290 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafkalink/kafkalink/proxy/sasl"
+)
+
+// terminatingProxy is a proxy whose virtual cluster a terminates SCRAM-SHA-512 in front of a
+// SCRAM-only kfake, where the proxy is user "proxy"; dials counts its upstream connections.
+type terminatingProxy struct {
+	p     *runningProxy
+	pc    proxyConfig
+	pki   *testPKI
+	dir   string
+	kc    *kfake.Cluster
+	dials *atomic.Int32
+}
+
+// saslTerminationFilter is the filter's YAML for tests, with the store file and the options.
+func saslTerminationFilter(store, extra string) string {
+	return `  filters:
+  - name: terminate
+    type: SaslTermination
+    config:
+      mechanisms:
+      - mechanism: SCRAM-SHA-512
+        credentialStore: ScramCredentialFile
+        credentialStoreConfig: {file: ` + store + `}
+` + extra
+}
+
+// writeScramStore writes a credential store of users (name to password) for SCRAM-SHA-512.
+func writeScramStore(t testing.TB, path string, users map[string]string) {
+	t.Helper()
+	st := sasl.NewCredentialStore()
+	for u, p := range users {
+		c, err := sasl.NewScramCredential(sasl.ScramSHA512, []byte(p), sasl.NewSalt(), sasl.MinIterations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Set(u, sasl.ScramSHA512, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := st.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAtomic(t, path, b)
+}
+
+// startTerminatingProxy runs the proxy with SaslTermination (extra: more of its config, or more
+// filters) in front of kfake; alice's password is alice-secret.
+func startTerminatingProxy(t testing.TB, extra string) terminatingProxy {
+	t.Helper()
+	dir := t.TempDir()
+	pki := newPKI(t)
+	kc := fakeKafka(t, nil, "", kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "proxy", "proxy-secret"))
+	writeAtomic(t, dir+"/password", []byte("proxy-secret\n"))
+	writeScramStore(t, dir+"/users.json", map[string]string{"alice": "alice-secret"})
+	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
+	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
+		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0],
+			FiltersYAML: "  discovery: {mechanism: SCRAM-SHA-512, username: proxy, passwordFile: " + dir + "/password}\n" +
+				saslTerminationFilter(dir+"/users.json", extra)}}}
+	dials := &atomic.Int32{}
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	p := startProxyWith(t, Options{ConfigPath: writeConfig(t, dir, pc), Dial: dial})
+	return terminatingProxy{p, pc, pki, dir, kc, dials}
+}
+
+// client is a franz-go client of the proxy authenticating as user with pass (SCRAM-SHA-512).
+func (tp terminatingProxy) client(t testing.TB, user, pass string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	base, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", tp.pc.Port), tp.pki.pool, "", nil)
+	base = append(base, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()), kgo.AllowAutoTopicCreation())
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestSaslTerminationScram: a SCRAM-SHA-512 client authenticates at the proxy (kfake knows only
+// the proxy's own user, so the client's SASL cannot have reached it), produces and consumes.
+func TestSaslTerminationScram(t *testing.T) {
+	tp := startTerminatingProxy(t, "")
+	cl := tp.client(t, "alice", "alice-secret", kgo.ConsumeTopics("orders"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("one")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v\n%s", err, tp.p.logs)
+	}
+	fs := cl.PollRecords(ctx, 1)
+	if err := fs.Err(); err != nil {
+		t.Fatalf("consume: %v", err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "one" {
+		t.Fatalf("consumed %v", recs)
+	}
+	if tp.dials.Load() == 0 {
+		t.Fatal("no upstream connection was made")
+	}
+	if !tp.p.logs.contains("SASL authenticated", `"user"="alice"`) {
+		t.Fatalf("no authentication logged:\n%s", tp.p.logs)
+	}
+}
+
+// TestSaslTerminationWrongPassword: a wrong password is refused by the proxy with
+// SASL_AUTHENTICATION_FAILED, after fixedAuthDelay, and no upstream connection is made.
+func TestSaslTerminationWrongPassword(t *testing.T) {
+	tp := startTerminatingProxy(t, "      fixedAuthDelay: 300ms\n")
+	for _, user := range []string{"alice", "mallory"} {
+		cl := tp.client(t, user, "wrong", kgo.RequestRetries(0))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		start := time.Now()
+		err := cl.Ping(ctx)
+		cancel()
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("%s: ping: %v, want SASL_AUTHENTICATION_FAILED", user, err)
+		}
+		if waited := time.Since(start); waited < 300*time.Millisecond {
+			t.Fatalf("%s: refused after %s, before the fixed delay", user, waited)
+		}
+	}
+	if n := tp.dials.Load(); n != 0 {
+		t.Fatalf("%d upstream connections for clients that never authenticated", n)
+	}
+}
+
+// TestSaslTerminationReauthentication: with maxTimeBeforeReauth, SaslAuthenticate carries a
+// session lifetime, franz-go re-authenticates on its connections, and producing goes on.
+func TestSaslTerminationReauthentication(t *testing.T) {
+	tp := startTerminatingProxy(t, "      maxTimeBeforeReauth: 1s\n")
+	cl := tp.client(t, "alice", "alice-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := 0; i < 40 && !tp.p.logs.contains("SASL authenticated", `"reauthentication"=true`); i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v\n%s", i, err, tp.p.logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !tp.p.logs.contains("SASL authenticated", `"reauthentication"=true`, `"sessionLifetimeMs"=`) {
+		t.Fatalf("no re-authentication in 40 produces over 8s:\n%s", tp.p.logs)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatalf("produce after re-authentication: %v", err)
+	}
+}
+
+// rawConn is a TLS connection to the proxy's bootstrap that sends requests by hand.
+type rawConn struct {
+	net.Conn
+	br   *bufio.Reader
+	f    *kmsg.RequestFormatter
+	corr int32
+}
+
+func (tp terminatingProxy) raw(t *testing.T) *rawConn {
+	t.Helper()
+	c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", tp.pc.Port), &tls.Config{ServerName: "a-bootstrap.kafka.test", RootCAs: tp.pki.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawConn{Conn: c, br: bufio.NewReader(c), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw"))}
+}
+
+// do sends req and reads its response into resp.
+func (r *rawConn) do(req kmsg.Request, resp kmsg.Response) error {
+	r.corr++
+	return roundTrip(r, r.br, r.f, req, resp, r.corr, 1<<20)
+}
+
+// closed reports whether the proxy closed the connection (a read ends without bytes).
+func (r *rawConn) closed() bool {
+	_, err := r.br.ReadByte()
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (err != nil && strings.Contains(err.Error(), "reset"))
+}
+
+func (r *rawConn) handshake(t *testing.T, mech string) *kmsg.SASLHandshakeResponse {
+	t.Helper()
+	req := kmsg.NewPtrSASLHandshakeRequest()
+	req.SetVersion(1)
+	req.Mechanism = mech
+	resp := kmsg.NewPtrSASLHandshakeResponse()
+	if err := r.do(req, resp); err != nil {
+		t.Fatalf("SaslHandshake: %v", err)
+	}
+	return resp
+}
+
+// TestSaslTerminationHostile: clients that never authenticate, over raw connections, each
+// closed by the proxy as a broker's SASL listener would close them, and none costs an upstream
+// connection.
+func TestSaslTerminationHostile(t *testing.T) {
+	tp := startTerminatingProxy(t, "      fixedAuthDelay: 0s\n")
+	t.Run("ApiVersions is answered locally with the proxy's versions", func(t *testing.T) {
+		r := tp.raw(t)
+		req, resp := kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()
+		req.SetVersion(3)
+		if err := r.do(req, resp); err != nil || resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+			t.Fatalf("ApiVersions: %v, code %d, %d keys", err, resp.ErrorCode, len(resp.ApiKeys))
+		}
+	})
+	t.Run("Produce without a handshake closes the connection", func(t *testing.T) {
+		r := tp.raw(t)
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks = -1
+		if _, err := r.Write(r.f.AppendRequest(nil, req, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if !r.closed() {
+			t.Fatal("the connection stayed open")
+		}
+	})
+	t.Run("an unknown mechanism is refused, listing the enabled ones", func(t *testing.T) {
+		r := tp.raw(t)
+		resp := r.handshake(t, "PLAIN")
+		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || strings.Join(resp.SupportedMechanisms, ",") != "SCRAM-SHA-512" {
+			t.Fatalf("handshake: code %d, mechanisms %v", resp.ErrorCode, resp.SupportedMechanisms)
+		}
+	})
+	t.Run("garbage SASL bytes fail the authentication, then the connection closes", func(t *testing.T) {
+		r := tp.raw(t)
+		if resp := r.handshake(t, "SCRAM-SHA-512"); resp.ErrorCode != 0 {
+			t.Fatalf("handshake: code %d", resp.ErrorCode)
+		}
+		for _, garbage := range [][]byte{{0xff, 0, 1, 2}, []byte("n,,n=alice,r=" + strings.Repeat("x", 100<<10))} {
+			req, resp := kmsg.NewPtrSASLAuthenticateRequest(), kmsg.NewPtrSASLAuthenticateResponse()
+			req.SetVersion(1)
+			req.SASLAuthBytes = garbage
+			if err := r.do(req, resp); err != nil {
+				t.Fatalf("SaslAuthenticate: %v", err)
+			}
+			if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+				t.Fatalf("SaslAuthenticate: code %d", resp.ErrorCode)
+			}
+			r = tp.raw(t)
+			r.handshake(t, "SCRAM-SHA-512")
+		}
+		md := kmsg.NewPtrMetadataRequest()
+		md.SetVersion(4)
+		r.handshake(t, "SCRAM-SHA-512")
+		if _, err := r.Write(r.f.AppendRequest(nil, md, 9)); err != nil {
+			t.Fatal(err)
+		}
+		if !r.closed() {
+			t.Fatal("Metadata before authentication left the connection open")
+		}
+	})
+	t.Run("an oversized frame before authentication closes the connection", func(t *testing.T) {
+		r := tp.raw(t)
+		frame := make([]byte, 4+1<<20)
+		frame[0], frame[1], frame[2] = 0, 0x10, 0 // 1 MiB announced
+		go func() { _, _ = r.Write(frame) }()
+		if !r.closed() {
+			t.Fatal("the connection stayed open")
+		}
+	})
+	if n := tp.dials.Load(); n != 0 {
+		t.Fatalf("%d upstream connections for clients that never authenticated", n)
+	}
+}
+
