@@ -287,4 +287,3 @@ func TestSaslTerminationHostile(t *testing.T) {
 		t.Fatalf("%d upstream connections for clients that never authenticated", n)
 	}
 }
-
