@@ -208,3 +208,10 @@ func (k *keySource) fetch() ([]key, [32]byte, error) {
 	}
 	return keys, sha256.Sum256(body), nil
 }
+
+// lastError is the error of the last fetch attempt, nil when it succeeded.
+func (k *keySource) lastError() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lastErr
+}
