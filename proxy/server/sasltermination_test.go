@@ -17,8 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
@@ -286,4 +288,69 @@ func TestSaslTerminationHostile(t *testing.T) {
 	if n := tp.dials.Load(); n != 0 {
 		t.Fatalf("%d upstream connections for clients that never authenticated", n)
 	}
+}
+
+// TestSaslTerminationOAuthBearer: OAUTHBEARER next to SCRAM, tokens validated against a JWKS
+// served on loopback. A valid token produces, as its subject; an expired token, a forged one, one
+// for another audience and one with alg none are refused by the proxy, and make no upstream
+// connection.
+func TestSaslTerminationOAuthBearer(t *testing.T) {
+	iss := oauthtest.NewIssuer(t)
+	caFile := t.TempDir() + "/jwks-ca.pem"
+	writeAtomic(t, caFile, iss.CAPEM)
+	tp := startTerminatingProxy(t, `      - mechanism: OAUTHBEARER
+        jwksEndpointUrl: `+iss.URL+`
+        jwksEndpointCaFile: `+caFile+`
+        expectedAudience: kafka
+        expectedIssuer: https://issuer.test
+      fixedAuthDelay: 0s
+`)
+	claims := func(edit func(map[string]any)) map[string]any {
+		c := map[string]any{"sub": "svc-orders", "aud": "kafka", "iss": "https://issuer.test", "exp": time.Now().Add(10 * time.Minute).Unix(), "scope": "produce"}
+		if edit != nil {
+			edit(c)
+		}
+		return c
+	}
+	good := iss.Token(t, claims(nil))
+	refused := map[string]string{
+		"expired":          iss.Token(t, claims(func(c map[string]any) { c["exp"] = time.Now().Add(-time.Hour).Unix() })),
+		"forged":           oauthtest.Forge(t, good, func(c map[string]any) { c["sub"] = "admin" }),
+		"another audience": iss.Token(t, claims(func(c map[string]any) { c["aud"] = "billing" })),
+		"alg none":         oauthtest.AlgNone(t, good, nil),
+	}
+	for name, token := range refused {
+		cl := tp.oauthClient(t, token)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := cl.Ping(ctx)
+		cancel()
+		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Fatalf("%s token: ping: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		}
+	}
+	if n := tp.dials.Load(); n != 0 {
+		t.Fatalf("%d upstream connections for refused tokens", n)
+	}
+	cl := tp.oauthClient(t, good)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("by token")}).FirstErr(); err != nil {
+		t.Fatalf("produce with a valid token: %v\n%s", err, tp.p.logs)
+	}
+	if !tp.p.logs.contains("SASL authenticated", `"mechanism"="OAUTHBEARER"`, `"user"="svc-orders"`) {
+		t.Fatalf("the token's subject was not authenticated:\n%s", tp.p.logs)
+	}
+}
+
+// oauthClient is a franz-go client of the proxy presenting token (OAUTHBEARER).
+func (tp terminatingProxy) oauthClient(t testing.TB, token string) *kgo.Client {
+	t.Helper()
+	base, _ := clientOpts(fmt.Sprintf("a-bootstrap.kafka.test:%d", tp.pc.Port), tp.pki.pool, "", nil)
+	mech := oauth.Oauth(func(context.Context) (oauth.Auth, error) { return oauth.Auth{Token: token}, nil })
+	cl, err := kgo.NewClient(append(base, kgo.SASL(mech), kgo.AllowAutoTopicCreation(), kgo.RequestRetries(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
