@@ -10,15 +10,15 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
-// scram is SCRAM-SHA-256 or -512 over the credential store file, read when the filter is built
+// scramMech is SCRAM-SHA-256 or -512 over the credential store file, read when the filter is built
 // (a changed file rebuilds the chain).
-type scram struct {
+type scramMech struct {
 	mech    string
 	lookup  func(user string) (sasl.ScramCredential, bool)
 	phantom *sasl.PhantomSource
 }
 
-func newScram(mech string, ss scramSettings, readFile filter.ReadFile) (*scram, error) {
+func newScram(mech string, ss scramSettings, readFile filter.ReadFile) (*scramMech, error) {
 	b, err := readFile(ss.file)
 	if err != nil {
 		return nil, fmt.Errorf("mechanism %s: credentialStoreConfig.file: %w", mech, err)
@@ -31,10 +31,10 @@ func newScram(mech string, ss scramSettings, readFile filter.ReadFile) (*scram, 
 	if err != nil {
 		return nil, fmt.Errorf("mechanism %s: %w", mech, err)
 	}
-	return &scram{mech: mech, lookup: store.Lookup(mech), phantom: phantom}, nil
+	return &scramMech{mech: mech, lookup: store.Lookup(mech), phantom: phantom}, nil
 }
 
-func (s *scram) start() exchange {
+func (s *scramMech) start() exchange {
 	srv, err := sasl.NewScramServer(s.mech, s.lookup, s.phantom)
 	if err != nil {
 		return failedExchange{err}
@@ -42,7 +42,7 @@ func (s *scram) start() exchange {
 	return scramExchange{srv}
 }
 
-func (s *scram) close() error { return nil }
+func (s *scramMech) close() error { return nil }
 
 type scramExchange struct{ srv *sasl.ScramServer }
 
