@@ -46,7 +46,11 @@ func newLazyUpstream(ctx context.Context, dial func(ctx context.Context) (net.Co
 // connect dials once; every caller gets the one connection or error.
 func (l *lazyUpstream) connect() (net.Conn, error) {
 	l.once.Do(func() {
-		c, err := l.dial(l.ctx)
+		var c net.Conn
+		err := errUpstreamClosed
+		if l.ctx.Err() == nil {
+			c, err = l.dial(l.ctx)
+		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		switch {

@@ -71,17 +71,28 @@ func writeScramStore(t testing.TB, path string, users map[string]string) {
 // startTerminatingProxy runs the proxy with SaslTermination (extra: more of its config, or more
 // filters) in front of kfake; alice's password is alice-secret.
 func startTerminatingProxy(t testing.TB, extra string) terminatingProxy {
+	return startTerminatingProxyWith(t, extra, true)
+}
+
+// startTerminatingProxyWith: saslUpstream false is a kfake without SASL, and no credential.
+func startTerminatingProxyWith(t testing.TB, extra string, saslUpstream bool) terminatingProxy {
 	t.Helper()
 	dir := t.TempDir()
 	pki := newPKI(t)
-	kc := fakeKafka(t, nil, "", kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "proxy", "proxy-secret"))
-	writeAtomic(t, dir+"/password", []byte("proxy-secret\n"))
+	var kc *kfake.Cluster
+	credential := ""
+	if saslUpstream {
+		kc = fakeKafka(t, nil, "", kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "proxy", "proxy-secret"))
+		writeAtomic(t, dir+"/password", []byte("proxy-secret\n"))
+		credential = "  discovery: {mechanism: SCRAM-SHA-512, username: proxy, passwordFile: " + dir + "/password}\n"
+	} else {
+		kc = fakeKafka(t, nil, "")
+	}
 	writeScramStore(t, dir+"/users.json", map[string]string{"alice": "alice-secret"})
 	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
 	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf,
 		Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0],
-			FiltersYAML: "  discovery: {mechanism: SCRAM-SHA-512, username: proxy, passwordFile: " + dir + "/password}\n" +
-				saslTerminationFilter(dir+"/users.json", extra)}}}
+			FiltersYAML: credential + saslTerminationFilter(dir+"/users.json", extra)}}}
 	dials := &atomic.Int32{}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
@@ -127,6 +138,60 @@ func TestSaslTerminationScram(t *testing.T) {
 	}
 	if !tp.p.logs.contains("SASL authenticated", `"user"="alice"`) {
 		t.Fatalf("no authentication logged:\n%s", tp.p.logs)
+	}
+}
+
+// TestSaslTerminationPlainUpstream: a broker without SASL needs no credential: the proxy's own
+// upstream handshake is ApiVersions only.
+func TestSaslTerminationPlainUpstream(t *testing.T) {
+	tp := startTerminatingProxyWith(t, "", false)
+	cl := tp.client(t, "alice", "alice-secret")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("one")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v\n%s", err, tp.p.logs)
+	}
+}
+
+// TestLazyUpstream: the upstream is dialed by the first write, once; reads wait for it; a close
+// before any write means no dial at all, and ends a waiting read; deadlines set before the dial
+// apply to the connection.
+func TestLazyUpstream(t *testing.T) {
+	var dials atomic.Int32
+	pipe := func(context.Context) (net.Conn, error) {
+		dials.Add(1)
+		a, b := net.Pipe()
+		go func() { _, _ = io.Copy(b, b) }() // an echoing broker
+		return a, nil
+	}
+	l := newLazyUpstream(context.Background(), pipe)
+	_ = l.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4)
+		n, _ := io.ReadFull(l, b)
+		read <- string(b[:n])
+	}()
+	if _, err := l.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-read; got != "ping" || dials.Load() != 1 {
+		t.Fatalf("read %q after %d dials", got, dials.Load())
+	}
+	_ = l.Close()
+
+	closed := newLazyUpstream(context.Background(), pipe)
+	waiting := make(chan error, 1)
+	go func() { _, err := closed.Read(make([]byte, 1)); waiting <- err }()
+	_ = closed.Close()
+	if err := <-waiting; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read of a lazy upstream closed before its dial: %v", err)
+	}
+	if _, err := closed.Write([]byte("x")); err == nil {
+		t.Fatal("a write after close dialed")
+	}
+	if dials.Load() != 1 {
+		t.Fatalf("%d dials; a closed lazy upstream must not dial", dials.Load())
 	}
 }
 
