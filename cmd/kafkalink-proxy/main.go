@@ -44,6 +44,13 @@ func (r *remapFlag) Set(v string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "scram-credential" {
+		if err := scramCredential(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		return
+	}
 	logConfig := logging.AddFlags(flag.CommandLine)
 	var remaps remapFlag
 	configPath := flag.String("config", "/opt/kafkalink/config/proxy-config.yaml", "proxy configuration file (reloaded on change)")

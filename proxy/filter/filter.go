@@ -107,7 +107,7 @@ type Chain struct {
 	vc      string // the virtual cluster's name, for its filters' metrics
 	filters []Filter
 	wants   map[int16][]Filter
-	// gateFilters are the filters whose gates start closed on each connection (gate.go).
+	// gateFilters are the filters that are gates (gate.go).
 	gateFilters []Gate
 	lim         Limits
 	// sum fingerprints the filters' configuration, and files are the files they read: what a
@@ -192,7 +192,7 @@ type Conn struct {
 // ForConnection is the chain as one connection's relay uses it, with the chain's gates closed.
 func (c *Chain) ForConnection() *Conn {
 	conn := &Conn{Chain: c}
-	conn.gates.closed.Store(int32(len(c.gateFilters)))
+	conn.gates.closed.Store(closedAtStart(c.gateFilters))
 	return conn
 }
 

@@ -13,7 +13,8 @@ import (
 type Gate interface {
 	Filter
 	// Gates reports whether connections start with this gate closed: a configuration may not
-	// need it (SaslInspection without requireAuthentication).
+	// need it (SaslInspection without requireAuthentication), and may still close it later
+	// (CloseGate: a connection whose authentication failed).
 	Gates() bool
 	// Gate sees a request on a connection whose gate is closed, before the filters that want
 	// its key. It lets it pass, answers it (x.Answer: it is not forwarded and no filter sees
@@ -21,22 +22,42 @@ type Gate interface {
 	Gate(ctx context.Context, x *Exchange) error
 }
 
-// gates are the chain's filters whose gates start closed, in route order.
+// gatesOf are the chain's filters that are gates, in route order.
 func gatesOf(filters []Filter) []Gate {
 	var gs []Gate
 	for _, f := range filters {
-		if g, ok := f.(Gate); ok && g.Gates() {
+		if g, ok := f.(Gate); ok {
 			gs = append(gs, g)
 		}
 	}
 	return gs
 }
 
+// closedAtStart counts the gates that start closed on a connection.
+func closedAtStart(gs []Gate) int32 {
+	var n int32
+	for _, g := range gs {
+		if g.Gates() {
+			n++
+		}
+	}
+	return n
+}
+
 // connGates is which of the chain's gates are closed for one connection. closed is read on every
-// frame (Wants), so it is an atomic count; the set itself changes under Conn.mu.
+// frame (Wants), so it is an atomic count; open changes under Conn.mu and holds the gates
+// opened or closed since the connection started (the others are as Gates says).
 type connGates struct {
 	closed atomic.Int32
 	open   map[Gate]bool
+}
+
+// isOpen reports whether g's gate is open; c.mu is held.
+func (c *Conn) isOpen(g Gate) bool {
+	if open, ok := c.gates.open[g]; ok {
+		return open
+	}
+	return !g.Gates()
 }
 
 // OpenGate opens g's gate for this connection (a client that authenticated).
@@ -48,7 +69,7 @@ func (c *Conn) CloseGate(g Gate) { c.setGate(g, false) }
 func (c *Conn) setGate(g Gate, open bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.isGate(g) || c.gates.open[g] == open {
+	if !c.isGate(g) || c.isOpen(g) == open {
 		return
 	}
 	if c.gates.open == nil {
@@ -77,7 +98,7 @@ func (c *Conn) isGate(g Gate) bool {
 func (c *Conn) GateOpen(g Gate) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.isGate(g) || c.gates.open[g]
+	return !c.isGate(g) || c.isOpen(g)
 }
 
 // Wants reports whether requests of key go through the chain on this connection: those the

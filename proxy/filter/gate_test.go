@@ -103,3 +103,20 @@ func TestGateNotNeeded(t *testing.T) {
 		t.Fatal("a gate that is not needed makes the connection want Produce")
 	}
 }
+
+// TestGateClosedLater: a gate that starts open may be closed for one connection, and then sees
+// its requests.
+func TestGateClosedLater(t *testing.T) {
+	conn, d := doorConn(t, false)
+	conn.CloseGate(d)
+	if !conn.Wants(kmsg.Produce.Int16()) || conn.GateOpen(d) {
+		t.Fatal("a gate closed after the start does not make the connection want Produce")
+	}
+	_, answer, _, err := conn.Request(produceFrame(9, "t", []byte("x")))
+	if err != nil || answer == nil {
+		t.Fatalf("answer %x, err %v", answer, err)
+	}
+	if other := conn.ForConnection(); other.Wants(kmsg.Produce.Int16()) {
+		t.Fatal("closing one connection's gate closed another's")
+	}
+}

@@ -92,12 +92,16 @@ func b64token(s string) bool {
 		return false
 	}
 	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+		if !tokenChar(body[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// tokenChar reports whether c may be in a b64token.
+func tokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
 }
 
 // IsOAuthBearerErrorAck reports whether a client's message is the 0x01 a client sends after the

@@ -227,6 +227,10 @@ func (s *ScramServer) clientFirst(msg []byte) ([]byte, error) {
 	if first.Extensions["tokenauth"] != "" {
 		return nil, errors.New("SCRAM delegation tokens (tokenauth) are not supported")
 	}
+	if first.Authzid != "" && first.Authzid != first.User {
+		// As Kafka's ScramSaslServer: a client may not act for another user.
+		return nil, errors.New("SCRAM client-first: the authorization id is not the user name")
+	}
 	s.first = first
 	cred, ok := s.lookup(first.User)
 	if ok && cred.check(s.h) != nil {

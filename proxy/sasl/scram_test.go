@@ -123,6 +123,7 @@ func TestScramServerRefuses(t *testing.T) {
 		"no user":                       {first: "n,,r=abc"},
 		"user with a bad escape":        {first: "n,,n=al=ice,r=abc"},
 		"delegation token":              {first: "n,,n=alice,r=abc,tokenauth=true"},
+		"authzid of another user":       {first: "n,a=bob,n=alice,r=abc"},
 		"final with another binding":    {first: "n,,n=alice,r=abc", final: "c=eSws,r=abc,p=AAAA"},
 		"final with another nonce":      {first: "n,,n=alice,r=abc", final: "c=biws,r=abcd,p=AAAA"},
 		"final without proof":           {first: "n,,n=alice,r=abc", final: "c=biws,r=abc"},
