@@ -9,8 +9,8 @@ import (
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/oauthbearer"
-	_ "github.com/kafkalink/kafkalink/proxy/filter/sasltermination"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/sasltermination"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 
