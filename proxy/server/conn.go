@@ -123,7 +123,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	if !ok {
 		return
 	}
-	up, addr, ok := s.upstream(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
+	up, addr, ok := s.upstreamFor(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
 	if !ok {
 		client.Close()
 		return
@@ -186,10 +186,10 @@ func (s *Server) firstRequest(logger klog.Logger, client net.Conn, cc countingCo
 	return nil, false
 }
 
-// upstream is the connection to the broker: dialed now, or for a virtual cluster whose filters
+// upstreamFor is the connection to the broker: dialed now, or for a virtual cluster whose filters
 // authenticate clients, once the chain forwards a request (lazyUpstream), so the requests it
 // answers itself (ApiVersions, SASL) never make an upstream connection.
-func (s *Server) upstream(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
+func (s *Server) upstreamFor(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
 	if route.filters == nil || !route.filters.TerminatesSASL() {
 		return s.upstreamConn(ctx, route, nodeID, cc, first, lim)
 	}

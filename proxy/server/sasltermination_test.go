@@ -238,15 +238,15 @@ func TestSaslTerminationReauthentication(t *testing.T) {
 	}
 }
 
-// rawConn is a TLS connection to the proxy's bootstrap that sends requests by hand.
-type rawConn struct {
+// termConn is a TLS connection to the proxy's bootstrap that sends requests by hand.
+type termConn struct {
 	net.Conn
 	br   *bufio.Reader
 	f    *kmsg.RequestFormatter
 	corr int32
 }
 
-func (tp terminatingProxy) raw(t *testing.T) *rawConn {
+func (tp terminatingProxy) dialRaw(t *testing.T) *termConn {
 	t.Helper()
 	c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", tp.pc.Port), &tls.Config{ServerName: "a-bootstrap.kafka.test", RootCAs: tp.pki.pool})
 	if err != nil {
@@ -254,22 +254,22 @@ func (tp terminatingProxy) raw(t *testing.T) *rawConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
-	return &rawConn{Conn: c, br: bufio.NewReader(c), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw"))}
+	return &termConn{Conn: c, br: bufio.NewReader(c), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw"))}
 }
 
 // do sends req and reads its response into resp.
-func (r *rawConn) do(req kmsg.Request, resp kmsg.Response) error {
+func (r *termConn) do(req kmsg.Request, resp kmsg.Response) error {
 	r.corr++
 	return roundTrip(r, r.br, r.f, req, resp, r.corr, 1<<20)
 }
 
 // closed reports whether the proxy closed the connection (a read ends without bytes).
-func (r *rawConn) closed() bool {
+func (r *termConn) closed() bool {
 	_, err := r.br.ReadByte()
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (err != nil && strings.Contains(err.Error(), "reset"))
 }
 
-func (r *rawConn) handshake(t *testing.T, mech string) *kmsg.SASLHandshakeResponse {
+func (r *termConn) handshake(t *testing.T, mech string) *kmsg.SASLHandshakeResponse {
 	t.Helper()
 	req := kmsg.NewPtrSASLHandshakeRequest()
 	req.SetVersion(1)
@@ -287,7 +287,7 @@ func (r *rawConn) handshake(t *testing.T, mech string) *kmsg.SASLHandshakeRespon
 func TestSaslTerminationHostile(t *testing.T) {
 	tp := startTerminatingProxy(t, "      fixedAuthDelay: 0s\n")
 	t.Run("ApiVersions is answered locally with the proxy's versions", func(t *testing.T) {
-		r := tp.raw(t)
+		r := tp.dialRaw(t)
 		req, resp := kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()
 		req.SetVersion(3)
 		if err := r.do(req, resp); err != nil || resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
@@ -295,7 +295,7 @@ func TestSaslTerminationHostile(t *testing.T) {
 		}
 	})
 	t.Run("Produce without a handshake closes the connection", func(t *testing.T) {
-		r := tp.raw(t)
+		r := tp.dialRaw(t)
 		req := kmsg.NewPtrProduceRequest()
 		req.SetVersion(9)
 		req.Acks = -1
@@ -307,14 +307,14 @@ func TestSaslTerminationHostile(t *testing.T) {
 		}
 	})
 	t.Run("an unknown mechanism is refused, listing the enabled ones", func(t *testing.T) {
-		r := tp.raw(t)
+		r := tp.dialRaw(t)
 		resp := r.handshake(t, "PLAIN")
 		if resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code || strings.Join(resp.SupportedMechanisms, ",") != "SCRAM-SHA-512" {
 			t.Fatalf("handshake: code %d, mechanisms %v", resp.ErrorCode, resp.SupportedMechanisms)
 		}
 	})
 	t.Run("garbage SASL bytes fail the authentication, then the connection closes", func(t *testing.T) {
-		r := tp.raw(t)
+		r := tp.dialRaw(t)
 		if resp := r.handshake(t, "SCRAM-SHA-512"); resp.ErrorCode != 0 {
 			t.Fatalf("handshake: code %d", resp.ErrorCode)
 		}
@@ -328,7 +328,7 @@ func TestSaslTerminationHostile(t *testing.T) {
 			if resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
 				t.Fatalf("SaslAuthenticate: code %d", resp.ErrorCode)
 			}
-			r = tp.raw(t)
+			r = tp.dialRaw(t)
 			r.handshake(t, "SCRAM-SHA-512")
 		}
 		md := kmsg.NewPtrMetadataRequest()
@@ -342,12 +342,15 @@ func TestSaslTerminationHostile(t *testing.T) {
 		}
 	})
 	t.Run("an oversized frame before authentication closes the connection", func(t *testing.T) {
-		r := tp.raw(t)
+		r := tp.dialRaw(t)
 		frame := make([]byte, 4+1<<20)
 		frame[0], frame[1], frame[2] = 0, 0x10, 0 // 1 MiB announced
 		go func() { _, _ = r.Write(frame) }()
 		if !r.closed() {
 			t.Fatal("the connection stayed open")
+		}
+		if !tp.p.logs.waitFor("malformed frame", "(524288)") {
+			t.Fatalf("not closed for its size:\n%s", tp.p.logs)
 		}
 	})
 	if n := tp.dials.Load(); n != 0 {
