@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // proxyProcess is kafkalink-proxy running as a process of its own, built from
@@ -35,7 +36,7 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd := exec.Command(bin, append([]string{"--config", cfgPath}, proxyArgs...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -54,3 +55,6 @@ func (p *proxyProcess) stop() {
 }
 
 func (p *proxyProcess) pid() int { return p.cmd.Process.Pid }
+
+// proxyArgs are more flags for the proxy processes (BENCH_PROXY_ARGS=--profiling to profile one).
+var proxyArgs = strings.Fields(os.Getenv("BENCH_PROXY_ARGS"))
