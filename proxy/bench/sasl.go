@@ -170,7 +170,6 @@ limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 100000}
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }
 
-
 // saslRun is -sasl-handshakes for run.
 var saslRun int
 
