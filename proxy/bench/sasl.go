@@ -118,8 +118,11 @@ func readResponse(br *bufio.Reader, req kmsg.Request) (kmsg.Response, error) {
 		return nil, err
 	}
 	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(br, body); err != nil || len(body) < 4 {
-		return nil, fmt.Errorf("response: %v", err)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return nil, err
+	}
+	if len(body) < 4 {
+		return nil, fmt.Errorf("a response of %d bytes", len(body))
 	}
 	body = body[4:]
 	resp := req.ResponseKind()
