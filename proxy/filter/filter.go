@@ -189,7 +189,7 @@ type Conn struct {
 	ended bool
 }
 
-// ForConnection is the chain as one connection's relay uses it, with the chain's gates closed.
+// ForConnection is the chain as one connection's relay uses it; the gates that start closed are.
 func (c *Chain) ForConnection() *Conn {
 	conn := &Conn{Chain: c}
 	conn.gates.closed.Store(closedAtStart(c.gateFilters))
@@ -265,10 +265,11 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	}
 	if gated {
 		x.Conn, x.Allowance = c, a
-		if answered, err := c.runGates(x); err != nil || answered {
-			if err != nil {
-				return nil, nil, nil, err
-			}
+		answered, err := c.runGates(x)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if answered {
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
 		}
 		if !c.Chain.Wants(x.Key) || c.observesOnly(frame) {
