@@ -15,9 +15,6 @@ import (
 // JWKS: a token for the expected audience passes, with Hydra's scope claim (scp); one for another
 // audience, a forged one, an alg none one and an expired one are refused.
 func TestHydraTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Ory Hydra")
-	}
 	h := oauthtest.StartHydra(t)
 	id, secret := h.Client(t, []string{"kafka", "billing"}, "produce consume")
 	ctx := context.Background()
@@ -43,8 +40,8 @@ func TestHydraTokens(t *testing.T) {
 	}
 	refused := map[string]struct{ token, want string }{
 		"a token for another audience": {billing, "audience"},
-		"a forged token":                {oauthtest.Forge(t, token, func(c map[string]any) { c["sub"] = "admin" }), "signature does not verify"},
-		"a token under alg none":        {oauthtest.AlgNone(t, token, nil), `alg "none"`},
+		"a forged token":               {oauthtest.Forge(t, token, func(c map[string]any) { c["sub"] = "admin" }), "signature does not verify"},
+		"a token under alg none":       {oauthtest.AlgNone(t, token, nil), `alg "none"`},
 	}
 	for name, tc := range refused {
 		if _, err := v.Validate(ctx, tc.token); !errors.Is(err, ErrInvalidToken) || !strings.Contains(err.Error(), tc.want) {

@@ -60,7 +60,7 @@ func parseJWKS(b []byte) ([]key, error) {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", errJWKS, err)
+		return nil, fmt.Errorf("%w: %w", errJWKS, err)
 	}
 	if len(doc.Keys) > MaxKeys {
 		return nil, fmt.Errorf("%w: %d keys, over %d", errJWKS, len(doc.Keys), MaxKeys)
@@ -70,7 +70,7 @@ func parseJWKS(b []byte) ([]key, error) {
 	for i, raw := range doc.Keys {
 		var j jwk
 		if err := json.Unmarshal(raw, &j); err != nil {
-			skipped = append(skipped, fmt.Errorf("keys[%d]: %v", i, err))
+			skipped = append(skipped, fmt.Errorf("keys[%d]: %w", i, err))
 			continue
 		}
 		k, err := j.signatureKey()

@@ -1,7 +1,6 @@
 package oauth
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -183,8 +182,7 @@ type claims struct {
 // parseClaims reads the claims set, taking the subject and scopes from the named claims.
 func parseClaims(payload []byte, subClaim, scopeClaim string) (claims, error) {
 	var raw map[string]json.RawMessage
-	d := json.NewDecoder(bytes.NewReader(payload))
-	if err := d.Decode(&raw); err != nil || raw == nil {
+	if err := json.Unmarshal(payload, &raw); err != nil || raw == nil {
 		return claims{}, invalid("claims are not a JSON object")
 	}
 	var c claims

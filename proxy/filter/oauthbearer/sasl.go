@@ -61,10 +61,10 @@ func parseInitialResponse(b []byte) (initialResponse, error) {
 				return r, fmt.Errorf("%w: auth given twice", errInitialResponse)
 			}
 			scheme, token, ok := strings.Cut(v, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			if !ok || !strings.EqualFold(scheme, "Bearer") || !isB64Token(token) {
 				return r, fmt.Errorf("%w: auth is not \"Bearer <token>\"", errInitialResponse)
 			}
-			r.token = strings.TrimSpace(token)
+			r.token = token
 		}
 	}
 	if r.token == "" {
@@ -92,4 +92,22 @@ func parseGS2Header(h string) (string, error) {
 		return "", fmt.Errorf("%w: malformed GS2 authzid", errInitialResponse)
 	}
 	return strings.NewReplacer("=2C", ",", "=3D", "=").Replace(name), nil
+}
+
+// isB64Token reports whether s is an RFC 6750 b64token: 1*(ALPHA / DIGIT / "-" / "." / "_" /
+// "~" / "+" / "/") *"=".
+func isB64Token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for _, c := range []byte(body) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -72,12 +72,26 @@ func HydraBinary(t testing.TB) string {
 	if reason := cannotBuild(); reason != "" {
 		t.Skipf("Ory Hydra cannot be built on this machine (%s): the OAUTHBEARER tests against a real OAuth server are skipped", reason)
 	}
-	t.Logf("building Ory Hydra from hack/tools/hydra (about 2 minutes on a cold cache; reused afterwards)")
-	start := time.Now()
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid()) // renamed into place: concurrent test binaries may build too
+	unlock, err := lockBuild(out + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := os.Stat(out); err != nil { // another test binary may have built it meanwhile
+		buildHydra(t, src, out)
+	}
+	hydraBuild.path = out
+	return out
+}
+
+func buildHydra(t testing.TB, src, out string) {
+	t.Helper()
+	t.Logf("building Ory Hydra from hack/tools/hydra (about 2 minutes on two cold cores; reused afterwards)")
+	start := time.Now()
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
 	cmd := exec.Command("go", "build", "-tags", hydraBuildTags, "-trimpath", "-o", tmp, "github.com/ory/hydra/v2")
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
@@ -88,8 +102,30 @@ func HydraBinary(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Logf("built Ory Hydra in %s", time.Since(start).Round(time.Second))
-	hydraBuild.path = out
-	return out
+}
+
+// lockBuild makes the test binaries of several packages (go test ./... runs them at once) build
+// Hydra one at a time: the lock is a file created exclusively. One left by a killed run is taken
+// over once older than the longest build.
+func lockBuild(path string) (unlock func(), err error) {
+	const stale = 15 * time.Minute
+	deadline := time.Now().Add(stale + time.Minute)
+	for time.Now().Before(deadline) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			_ = f.Close()
+			return func() { _ = os.Remove(path) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if fi, err := os.Stat(path); err == nil && time.Since(fi.ModTime()) > stale {
+			_ = os.Remove(path)
+			continue
+		}
+		time.Sleep(time.Second)
+	}
+	return nil, fmt.Errorf("%s: still locked after %s", path, stale+time.Minute)
 }
 
 // cannotBuild says why Hydra cannot be built here, or "".
