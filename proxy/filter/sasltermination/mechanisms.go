@@ -25,7 +25,7 @@ func newScram(mech string, ss scramSettings, readFile filter.ReadFile) (*scramMe
 	}
 	store, err := sasl.ParseCredentialStore(b)
 	if err != nil {
-		return nil, fmt.Errorf("mechanism %s: credential store %s: %w", mech, ss.file, err)
+		return nil, fmt.Errorf("mechanism %s: credentialStoreConfig.file %s: %w", mech, ss.file, err)
 	}
 	phantom, err := sasl.NewPhantomSource(ss.iterations)
 	if err != nil {
