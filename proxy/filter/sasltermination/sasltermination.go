@@ -254,6 +254,9 @@ func (f *saslTermination) succeed(c *filter.Conn, st *connState, mech string, wh
 		expires = now.Add(f.s.reauth)
 	}
 	c.SetSubject(filter.Subject{User: who.user, Mechanism: mech, Scopes: who.scopes, Expires: expires})
+	// Opened before the timer starts: a session that ends at once (a token within the clock
+	// skew of its expiry) must find the gate open to close it.
+	c.OpenGate(f)
 	st.mu.Lock()
 	st.user, st.ex, st.mech, st.expired = who.user, nil, "", false
 	if st.timer != nil {
@@ -267,7 +270,6 @@ func (f *saslTermination) succeed(c *filter.Conn, st *connState, mech string, wh
 		st.timer = time.AfterFunc(d, func() { f.expire(c, st) })
 	}
 	st.mu.Unlock()
-	c.OpenGate(f)
 	return lifetime
 }
 

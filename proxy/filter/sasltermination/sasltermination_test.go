@@ -388,3 +388,32 @@ func TestOAuthSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenWithinTheSkewOfItsExpiry: a token that expired less than the clock skew ago is valid,
+// with a session of 1 ms, which ends at once: the connection's next request other than a
+// re-authentication closes it.
+func TestTokenWithinTheSkewOfItsExpiry(t *testing.T) {
+	iss := oauthtest.NewIssuer(t)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, iss.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newConn(t, `{"mechanisms": [{"mechanism": "OAUTHBEARER", "jwksEndpointUrl": "`+iss.URL+`", "jwksEndpointCaFile": "`+ca+
+		`", "expectedAudience": "kafka", "expectedIssuer": "https://issuer.test"}]}`)
+	handshake(t, c, OAuthBearer)
+	tok := iss.Token(t, map[string]any{"sub": "svc", "aud": "kafka", "iss": "https://issuer.test", "exp": time.Now().Add(-5 * time.Second).Unix()})
+	resp, err := saslAuthenticate(t, c, []byte("n,,\x01auth=Bearer "+tok+"\x01\x01"))
+	if err != nil || resp.ErrorCode != 0 || resp.SessionLifetimeMillis != 1 {
+		t.Fatalf("%v: code %d, lifetime %d ms", err, resp.ErrorCode, resp.SessionLifetimeMillis)
+	}
+	for range 200 {
+		if _, err := metadata(t, c); err != nil {
+			if !strings.Contains(err.Error(), "expired") {
+				t.Fatalf("closed for another reason: %v", err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the session that ended was still open after 2s")
+}
