@@ -155,6 +155,10 @@ func newChain(ctx context.Context, vc string, filters []config.Filter, lim Limit
 			c.wants[k] = append(c.wants[k], f)
 		}
 	}
+	if err := c.checkTermination(filters); err != nil {
+		_ = c.Close()
+		return c, err
+	}
 	c.gateFilters = gatesOf(c.filters)
 	return c, nil
 }

@@ -1,11 +1,13 @@
 package filter
 
 import (
+	"fmt"
 	"slices"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
@@ -118,4 +120,30 @@ func (c *Conn) MaxFrame() int32 {
 		return min(c.Chain.MaxFrame(), maxGatedFrame)
 	}
 	return c.Chain.MaxFrame()
+}
+
+// checkTermination refuses a chain in which one filter authenticates clients and another sees
+// their SASL requests (SaslInspection, OauthBearerValidation): the first answers them all, so
+// the other would never see an exchange reach the broker. cfgs are the filters' configurations,
+// in the chain's order, for their names.
+func (c *Chain) checkTermination(cfgs []config.Filter) error {
+	term := slices.IndexFunc(c.filters, func(f Filter) bool {
+		t, ok := f.(Terminator)
+		return ok && t.TerminatesSASL()
+	})
+	if term < 0 {
+		return nil
+	}
+	for i, f := range c.filters {
+		if i == term || !slices.ContainsFunc(f.Keys(), isSASLKey) {
+			continue
+		}
+		return fmt.Errorf("filter %s (%s) sees the clients' SASL requests, which filter %s (%s) answers itself: a virtual cluster either terminates SASL at the proxy or passes it to the broker, not both",
+			cfgs[i].Name, cfgs[i].Type, cfgs[term].Name, cfgs[term].Type)
+	}
+	return nil
+}
+
+func isSASLKey(k int16) bool {
+	return k == kmsg.SASLHandshake.Int16() || k == kmsg.SASLAuthenticate.Int16()
 }

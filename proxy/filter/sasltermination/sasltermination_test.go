@@ -17,6 +17,7 @@ import (
 
 	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/filter"
+	"github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
 	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
@@ -416,4 +417,17 @@ func TestTokenWithinTheSkewOfItsExpiry(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the session that ended was still open after 2s")
+}
+
+// TestNotWithSaslInspection: a chain that terminates SASL and also inspects it is refused, naming
+// both filters.
+func TestNotWithSaslInspection(t *testing.T) {
+	store := storeFile(t, map[string]string{"alice": "alice-pw"})
+	_, err := filter.NewChain(context.Background(), "vc", []config.Filter{
+		{Name: "inspect", Type: saslinspection.Type, Config: json.RawMessage(`{}`)},
+		{Name: "terminate", Type: Type, Config: json.RawMessage(scramConfig(store, ""))},
+	})
+	if err == nil || !strings.Contains(err.Error(), "filter inspect") || !strings.Contains(err.Error(), "filter terminate") {
+		t.Fatalf("error %v, want one naming both filters", err)
+	}
 }
