@@ -98,7 +98,8 @@ func (l *lazyUpstream) Read(b []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	if l.err != nil {
-		return 0, l.err
+		// The dial's failure was counted and logged where it happened (dialAsProxy).
+		return 0, fmt.Errorf("%w: %w", net.ErrClosed, l.err)
 	}
 	return l.conn.Read(b)
 }
