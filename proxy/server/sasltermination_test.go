@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -421,4 +422,27 @@ func (tp terminatingProxy) oauthClient(t testing.TB, token string) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// TestSaslTerminationUpstreamCredentialRefused: when the cluster refuses the proxy's own
+// credential, a client the proxy authenticated cannot produce, and the failure is logged and
+// counted as the proxy's upstream authentication, never as the client's.
+func TestSaslTerminationUpstreamCredentialRefused(t *testing.T) {
+	tp := startTerminatingProxy(t, "")
+	writeAtomic(t, tp.dir+"/password", []byte("not-the-proxy-secret\n")) // read at each upstream dial
+	cl := tp.client(t, "alice", "alice-secret", kgo.RequestRetries(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // how long the client keeps trying
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); err == nil {
+		t.Fatal("produced with a proxy credential the cluster refuses")
+	}
+	if !tp.p.logs.waitFor("the proxy's own upstream handshake failed", "SASL SCRAM-SHA-512 as the virtual cluster's credential") {
+		t.Fatalf("no log line for the refused credential:\n%s", tp.p.logs)
+	}
+	if n := testutil.ToFloat64(tp.p.srv.Metrics.UpstreamErrors.WithLabelValues("a", "authentication")); n < 1 {
+		t.Fatalf("upstream authentication errors counted: %v", n)
+	}
+	if !tp.p.logs.contains("SASL authenticated", `"user"="alice"`) {
+		t.Fatal("alice was not authenticated at the proxy")
+	}
 }
