@@ -154,7 +154,8 @@ func TestOauthBearerThroughTheProxyWithHydra(t *testing.T) {
 }
 
 // TestOauthBearerExpiredTokenThroughTheProxy: with a JWKS served over TLS whose CA comes from
-// jwksEndpointCaFile, a valid token passes and an expired one is refused by the proxy.
+// jwksEndpointCaFile, a valid token passes and an expired one is refused by the proxy; the
+// filter's metric counts both, and neither the metrics nor the logs carry a token.
 func TestOauthBearerExpiredTokenThroughTheProxy(t *testing.T) {
 	iss := oauthtest.NewIssuer(t)
 	dir := t.TempDir()
@@ -173,4 +174,21 @@ func TestOauthBearerExpiredTokenThroughTheProxy(t *testing.T) {
 	}
 	expired := iss.Token(t, claims(time.Now().Add(-time.Hour)))
 	refusedByTheProxy(ctx, t, bearerClient(t, f, func(context.Context) (string, error) { return expired, nil }), broker, expired, "an expired token")
+
+	exposition := httpGet(t, "http://"+f.p.srv.ManagementAddr().String()+"/metrics")
+	for result, least := range map[string]float64{"valid": 1, "invalid": 1, "jwks_unavailable": 0} {
+		series := `kafkalink_proxy_oauthbearer_authentications_total{result="` + result + `",virtual_cluster="a"}`
+		if n := sample(t, exposition, series); n < least || least == 0 && n != 0 {
+			t.Errorf("%s = %v, want %v", series, n, least)
+		}
+	}
+	if !f.p.logs.contains("OAUTHBEARER authentication refused by the proxy", "expired at") {
+		t.Errorf("the refusal is not logged with its reason:\n%s", f.p.logs)
+	}
+	for _, tok := range []string{valid, expired} {
+		signature := tok[strings.LastIndex(tok, ".")+1:]
+		if strings.Contains(exposition, signature) || strings.Contains(f.p.logs.String(), signature) {
+			t.Errorf("a token is in the metrics or the logs")
+		}
+	}
 }

@@ -77,6 +77,7 @@ const (
 type bearer struct {
 	v        *oauth.Validator
 	failures *failures
+	m        *metrics
 }
 
 // validationTimeout bounds one token's validation, the JWKS fetch included.
@@ -100,7 +101,7 @@ func newFilter(cfg *Config, env filter.Env) (filter.Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bearer{v: v, failures: newFailures(int(size), backOffMax)}, nil
+	return &bearer{v: v, failures: newFailures(int(size), backOffMax), m: newMetrics(env.VirtualCluster)}, nil
 }
 
 func boundedMillis(field string, v *int64, def, most time.Duration) (time.Duration, error) {
@@ -113,8 +114,11 @@ func boundedMillis(field string, v *int64, def, most time.Duration) (time.Durati
 	return time.Duration(*v) * time.Millisecond, nil
 }
 
-// Close stops the JWKS fetcher.
-func (b *bearer) Close() error { return b.v.Close() }
+// Close stops the JWKS fetcher and drops the filter's metrics.
+func (b *bearer) Close() error {
+	b.m.close()
+	return b.v.Close()
+}
 
 func (b *bearer) Keys() []int16 {
 	return []int16{kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16()}
@@ -154,12 +158,16 @@ func (b *bearer) authenticate(ctx context.Context, x *filter.Exchange, req *kmsg
 	if err != nil {
 		if errors.Is(err, oauth.ErrInvalidToken) || errors.Is(err, errInitialResponse) {
 			b.failures.failed(sum, time.Now())
+			b.m.result(resultInvalid)
+		} else {
+			b.m.result(resultJWKSUnavailable)
 		}
 		klog.FromContext(ctx).V(2).Info("OAUTHBEARER authentication refused by the proxy", "reason", err.Error())
 		refuse(x, err)
 		return
 	}
 	b.failures.succeeded(sum)
+	b.m.result(resultValid)
 	x.Set(b, claims)
 }
 
