@@ -315,7 +315,7 @@ func (r *connRelay) requests(first []byte, done chan<- error) {
 	client := &prefixReader{prefix: first, r: r.cc}
 	opts := r.opts
 	opts.BeforeRead = r.pc.beforeRead
-	opts.Splice = splicer(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
 	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 	if r.pc.isDraining() {
 		// The drain's deadline interrupted the read: let responses in flight finish.
@@ -346,7 +346,7 @@ func (r *connRelay) responses() (err error) {
 	}
 	opts := r.opts
 	opts.Addresses = r.s.addressMap(r.route, r.pc.state, port)
-	opts.Splice = splicer(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
+	opts.Splice = splicerFor(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
 	return kafka.CopyResponses(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), r.pending, opts)
 }
 

@@ -9,10 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"k8s.io/klog/v2"
 
 	"github.com/kafkalink/kafkalink/proxy/config"
+	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
 // lazyUpstream is the upstream connection of a virtual cluster whose filters authenticate
@@ -216,4 +218,35 @@ func (s *Server) upstreamHandshake(ctx context.Context, route *vcRoute, c net.Co
 		return errors.New("the broker sent more than the proxy asked for")
 	}
 	return nil
+}
+
+// splicerFor is splicer for a connection's two sides, one of which may be a lazy upstream: it
+// splices only once that is dialed, and declines before (the relay then copies). The flush that
+// precedes a splice of a request dials it; a response is read only from a dialed one. Each
+// direction's splicer is used by one goroutine, so resolving it once needs no lock.
+func splicerFor(src, dst net.Conn, writeTimeout time.Duration, counted prometheus.Counter, ready func() bool) kafka.Splicer {
+	lazySrc, _ := src.(*lazyUpstream)
+	lazyDst, _ := dst.(*lazyUpstream)
+	if lazySrc == nil && lazyDst == nil {
+		return splicer(src, dst, writeTimeout, counted, ready)
+	}
+	var resolved kafka.Splicer
+	return func(n int64) (bool, error) {
+		if resolved == nil {
+			from, to := src, dst
+			if lazySrc != nil {
+				from = lazySrc.dialed()
+			}
+			if lazyDst != nil {
+				to = lazyDst.dialed()
+			}
+			if from == nil || to == nil {
+				return false, nil
+			}
+			if resolved = splicer(from, to, writeTimeout, counted, ready); resolved == nil {
+				resolved = func(int64) (bool, error) { return false, nil } // TLS on a side: never
+			}
+		}
+		return resolved(n)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -21,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkalink/kafkalink/proxy/kafka"
 	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
@@ -445,4 +447,87 @@ func TestSaslTerminationUpstreamCredentialRefused(t *testing.T) {
 	if !tp.p.logs.contains("SASL authenticated", `"user"="alice"`) {
 		t.Fatal("alice was not authenticated at the proxy")
 	}
+}
+
+// TestLazyUpstreamSplices: between plain TCP connections a lazy upstream is spliced once it is
+// dialed, in both directions, and not before.
+func TestLazyUpstreamSplices(t *testing.T) {
+	clientSide, proxySide := tcpPair(t)
+	proxyUp, brokerSide := tcpPair(t)
+	l := newLazyUpstream(context.Background(), func(context.Context) (net.Conn, error) { return proxyUp, nil })
+	counted := prometheus.NewCounter(prometheus.CounterOpts{Name: "spliced"})
+	toBroker := splicerFor(proxySide, l, 10*time.Second, counted, nil)
+	toClient := splicerFor(l, proxySide, 10*time.Second, counted, nil)
+	if ok, err := toBroker(1); ok || err != nil {
+		t.Fatalf("spliced before the dial: %v %v", ok, err)
+	}
+	if _, err := l.Write([]byte("x")); err != nil { // the dial
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sp       kafka.Splicer
+		from, to net.Conn
+	}{{toBroker, clientSide, brokerSide}, {toClient, brokerSide, clientSide}} {
+		go func() { _, _ = c.from.Write([]byte("spliced")) }()
+		if ok, err := c.sp(7); !ok || err != nil {
+			t.Fatalf("splice after the dial: %v %v", ok, err)
+		}
+	}
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(brokerSide, got); err != nil || string(got) != "xspliced" {
+		t.Fatalf("the broker read %q, %v", got, err)
+	}
+	if _, err := io.ReadFull(clientSide, got[:7]); err != nil || string(got[:7]) != "spliced" {
+		t.Fatalf("the client read %q, %v", got[:7], err)
+	}
+}
+
+// TestSaslTerminationPlainListenerLargeRecords: on a plain listener, to a plain (SCRAM) broker,
+// large records of a terminated client go through intact, their bytes spliced once the lazy
+// upstream is dialed.
+func TestSaslTerminationPlainListenerLargeRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	kc := fakeKafka(t, nil, "", kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "proxy", "proxy-secret"))
+	writeAtomic(t, dir+"/password", []byte("proxy-secret\n"))
+	writeScramStore(t, dir+"/users.json", map[string]string{"alice": "alice-secret"})
+	port, mgmt, first := freePort(t), freePort(t), freePort(t)
+	for i := 0; i < 20 && !consecutiveFree(first, 3); i++ {
+		first = freePort(t)
+	}
+	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
+listeners:
+- {name: plain, port: %d, bindAddress: 127.0.0.1, portPerBroker: {firstBrokerPort: %d, maxNodeId: 2}}
+virtualClusters:
+- name: p
+  listener: plain
+  bootstrapHost: p-bootstrap.kafka.test
+  brokerPattern: p-broker-$(nodeId).kafka.test
+  targetBootstrap: %q
+  discovery: {mechanism: SCRAM-SHA-512, username: proxy, passwordFile: %s/password}
+%smanagement: {port: %d, bindAddress: 127.0.0.1, metrics: true}
+`, port, first, kc.ListenAddrs()[0], dir, saslTerminationFilter(dir+"/users.json", ""), mgmt)
+	writeAtomic(t, dir+"/proxy.yaml", []byte(cfg))
+	startProxy(t, dir+"/proxy.yaml")
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, p, _ := net.SplitHostPort(addr)
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", p))
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("p-bootstrap.kafka.test:%d", port)), kgo.Dialer(dial),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())}
+	largeRecordsRoundTrip(t, ctx, opts, "large", 24, 200<<10)
+}
+
+// consecutiveFree reports whether n ports from first are free on loopback.
+func consecutiveFree(first, n int) bool {
+	for i := range n {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", first+i))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
 }
