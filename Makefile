@@ -89,8 +89,10 @@ lint-fix: ## Let golangci-lint fix what it can (import groups and aliases, some 
 	$(GOLANGCI_LINT) run --fix ./...
 
 bench: controlplane ## Benchmarks: figures side by side from one run, not pass/fail.
-	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback); idle connections; 1,000 small producers; 1,000 virtual clusters (reload, SNI handshakes)"
+	@echo "== proxy: direct vs through kafkalink-proxy (kfake, loopback); idle connections; 1,000 small producers; 1,000 virtual clusters (reload, SNI handshakes); SaslTermination SCRAM-SHA-512 handshakes"
 	$(GO) run ./proxy/bench
+	@echo "== SaslTermination: one SCRAM-SHA-512 authentication through the filter chain, on one core"
+	$(GO) test -run '^$$' -bench BenchmarkScramSHA512Handshake -benchtime 3000x ./proxy/filter/sasltermination
 	@echo "== binding: secret assembly per connection"
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
 	@echo "== gateway: pure translation of 200 routes x 10 brokers, and of 1,000 routes x 3 brokers on one gateway (config-bytes: the proxy configuration)"

@@ -24,7 +24,8 @@
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
 // each sending small Produce requests (-small-producers, small.go), then a table of a separate
 // kafkalink-proxy process holding 1,000 to 10,000 idle connections, or as many as the file
-// descriptor limit allows (-idle, idle.go). Run it with:
+// descriptor limit allows (-idle, idle.go), and the SaslTermination handshake rate
+// (-sasl-handshakes, or alone with -sasl-only, sasl.go). Run it with:
 // go run ./proxy/bench [-mib 512] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
@@ -109,6 +110,8 @@ func main() {
 	idle := flag.String("idle", "1000,2000,5000,10000", "idle connection counts held by a separate kafkalink-proxy process, comma-separated, ascending; empty skips")
 	latN := flag.Int("latency-samples", 2000, "sequential single-record produces for the latency percentiles")
 	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
+	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
+	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N (10 s each; merge them with go tool pprof)")
 	flag.Parse()
@@ -138,6 +141,14 @@ func main() {
 			idleCounts = append(idleCounts, n)
 		}
 	}
+	if *saslOnly {
+		if err := saslOnlyRun(*saslN); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	saslRun = *saslN
 	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *routes, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
@@ -205,6 +216,11 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 		fmt.Printf("host steal time during the run: %.1f%% of CPU time\n", 100*float64(steal1-steal0)/float64(total1-total0))
 	}
 	hops.stop()
+	if saslRun > 0 {
+		if err := saslHandshakes(saslRun, dir, plain.ListenAddrs()[0], certs); err != nil {
+			return err
+		}
+	}
 	if routes > 0 {
 		if err := routesScale(routes, dir, plain.ListenAddrs()[0], certs.proxyCert, certs.proxyKey, certs.pool); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -38,7 +39,7 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--config", cfgPath}
+	args := append([]string{"--config", cfgPath}, proxyArgs...)
 	if proxyProfile != "" {
 		args = append(args, "--profiling")
 	}
@@ -102,3 +103,6 @@ func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
 }
 
 func (p *proxyProcess) pid() int { return p.cmd.Process.Pid }
+
+// proxyArgs are more flags for the proxy processes (BENCH_PROXY_ARGS=--profiling to profile one).
+var proxyArgs = strings.Fields(os.Getenv("BENCH_PROXY_ARGS"))

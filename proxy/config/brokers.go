@@ -50,8 +50,9 @@ const (
 	MechanismScramSHA512 = "SCRAM-SHA-512"
 )
 
-// DiscoveryCredential is a SCRAM user for the proxy's own Metadata request. The password is
-// read from a mounted file at each discovery, so a rotated Secret applies without a restart.
+// DiscoveryCredential is the proxy's own SCRAM user at a cluster: for its Metadata request, and
+// on a virtual cluster whose filters terminate SASL for every upstream connection. The password
+// is read from a mounted file at each use, so a rotated Secret applies without a restart.
 type DiscoveryCredential struct {
 	// Mechanism is SCRAM-SHA-256 or SCRAM-SHA-512.
 	Mechanism string `json:"mechanism"`

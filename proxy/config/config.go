@@ -166,8 +166,11 @@ type VirtualCluster struct {
 	UpstreamBrokers []UpstreamBroker `json:"upstreamBrokers,omitempty"`
 	// UpstreamTLS, when set, makes upstream connections use TLS.
 	UpstreamTLS *UpstreamTLS `json:"upstreamTLS,omitempty"`
-	// Discovery, when set, is the SASL user of the proxy's own Metadata request for an unknown
-	// broker: needed behind a bootstrap that requires SASL.
+	// Discovery, when set, is the proxy's own SASL user at the cluster: for its Metadata request
+	// for an unknown broker (needed behind a bootstrap that requires SASL), and, when a filter
+	// authenticates the clients itself (SaslTermination), for every upstream connection, which
+	// then carries the proxy's identity instead of the client's. One credential, one place: the
+	// operator writes it from the KafkaRoute rule's discoveryCredential.
 	Discovery *DiscoveryCredential `json:"discovery,omitempty"`
 	// Filters are the virtual cluster's filters, in order (package proxy/filter). A virtual
 	// cluster whose filters cannot all start is refused (fail closed), never served unfiltered.

@@ -39,8 +39,12 @@
 //   - produce.go: Refusals, refusing some partitions of a Produce and forwarding the rest.
 //   - gate.go: Gate, a filter that sees every request of a connection until it opens its gate
 //     (the identity filters: a client that has not authenticated); Conn.Wants is every key then.
+//   - terminate.go: Terminator (a filter that authenticates clients itself, so the proxy dials
+//     upstream only for a forwarded request), the brokers' last ApiVersions (LearnVersions,
+//     LocalApiVersions), Conn.MaxFrame (512 KiB while a gate is closed), Conn.OnEnd/End.
 //
 // Sub-packages: records (record batches: decode within an allowance, decompress, re-encode),
 // encryption (RecordEncryption), validation (RecordValidation), authorization (Authorization,
-// with the rules of package proxy/acl), all (registers every filter).
+// with the rules of package proxy/acl), saslinspection (SaslInspection), sasltermination
+// (SaslTermination), oauthbearer (OauthBearerValidation), all (registers every filter).
 package filter

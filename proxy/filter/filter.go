@@ -125,6 +125,8 @@ type Chain struct {
 	files fileSums
 	// ids are the topic ids its clients' metadata named (topicids.go).
 	ids *topicIDs
+	// versions are the brokers' last ApiVersions (terminate.go).
+	versions upstreamVersions
 }
 
 // defaultBudget is the budget of chains built without WithLimits (tests, the operator's checks).
@@ -162,6 +164,10 @@ func newChain(ctx context.Context, vc string, filters []config.Filter, lim Limit
 			c.wants[k] = append(c.wants[k], f)
 		}
 	}
+	if err := c.checkTermination(filters); err != nil {
+		_ = c.Close()
+		return c, err
+	}
 	c.gateFilters = gatesOf(c.filters)
 	return c, nil
 }
@@ -191,6 +197,9 @@ type Conn struct {
 	state   map[Filter]any
 	subject Subject   // subject.go
 	gates   connGates // gate.go
+	// onEnd runs when the connection ended (terminate.go).
+	onEnd []func()
+	ended bool
 }
 
 // ForConnection is the chain as one connection's relay uses it; the gates that start closed are.
@@ -372,6 +381,7 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 	x.Allowance = NewAllowance(c.ctx, c.lim, len(frame))
 	defer x.Allowance.release()
 	if key == kmsg.ApiVersions.Int16() {
+		c.LearnVersions(resp.(*kmsg.ApiVersionsResponse))
 		c.capVersions(x)
 	}
 	c.ids.learnFrom(resp)

@@ -123,7 +123,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	if !ok {
 		return
 	}
-	up, addr, ok := s.upstreamConn(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
+	up, addr, ok := s.upstreamFor(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
 	if !ok {
 		client.Close()
 		return
@@ -184,6 +184,17 @@ func (s *Server) firstRequest(logger klog.Logger, client net.Conn, cc countingCo
 	}
 	client.Close()
 	return nil, false
+}
+
+// upstreamFor is the connection to the broker: dialed now, or for a virtual cluster whose filters
+// authenticate clients, once the chain forwards a request (lazyUpstream), so the requests it
+// answers itself (ApiVersions, SASL) never make an upstream connection.
+func (s *Server) upstreamFor(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
+	if route.filters == nil || !route.filters.TerminatesSASL() {
+		return s.upstreamConn(ctx, route, nodeID, cc, first, lim)
+	}
+	dial := func(ctx context.Context) (net.Conn, error) { return s.dialAsProxy(ctx, route, nodeID, lim) }
+	return newLazyUpstream(ctx, dial), "(once the client authenticated)", true
 }
 
 // upstreamConn dials the broker a connection is for: the virtual cluster's bootstrap, or the
@@ -267,7 +278,11 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
 	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration,
 		pending: make(chan kafka.Pending, maxPending),
-		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name), Filters: connectionFilters(route, pc.client)}}
+		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name)}}
+	if fc := connectionFilters(route, pc.client); fc != nil {
+		r.opts.Filters = fc
+		defer fc.End()
+	}
 	reqDone := make(chan error, 1)
 	go r.requests(first, reqDone)
 	respErr := r.responses()
@@ -300,7 +315,7 @@ func (r *connRelay) requests(first []byte, done chan<- error) {
 	client := &prefixReader{prefix: first, r: r.cc}
 	opts := r.opts
 	opts.BeforeRead = r.pc.beforeRead
-	opts.Splice = splicer(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
 	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 	if r.pc.isDraining() {
 		// The drain's deadline interrupted the read: let responses in flight finish.
@@ -331,7 +346,7 @@ func (r *connRelay) responses() (err error) {
 	}
 	opts := r.opts
 	opts.Addresses = r.s.addressMap(r.route, r.pc.state, port)
-	opts.Splice = splicer(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
+	opts.Splice = splicerFor(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
 	return kafka.CopyResponses(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), r.pending, opts)
 }
 

@@ -13,6 +13,8 @@
 //   - conn.go: handle (route, first request, upstream, register, relay) and the relay's two sides.
 //   - handshake.go: the TLS handshake and the SNI match (matchSNI); certs.go: key pairs, CA
 //     pools and which certificate covers a name.
+//   - lazyupstream.go: the upstream of a virtual cluster whose filters authenticate clients
+//     (SaslTermination), dialed by the first forwarded request and authenticated as the proxy.
 //   - upstream.go: upstream TLS and dialing, and broker addresses learnt from the cluster or
 //     discovered (discovery.go: the discovery credential's SASL).
 //   - filters.go: the process's filter memory budget and a connection's view of its chain.

@@ -7,7 +7,6 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// The filter types kafkalink-proxy implements register themselves.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/all"
-	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
 // filterBudget is the process's budget of filter memory: one for all virtual clusters, made
@@ -22,9 +21,8 @@ func (s *Server) filterBudget(size int64) *filter.Budget {
 }
 
 // connectionFilters is a route's filter chain as one connection's relay sees it, with the
-// subject of the client's verified certificate when it presented one; nil (a nil interface,
-// which the relay checks for) without filters.
-func connectionFilters(route *vcRoute, client net.Conn) kafka.Filters {
+// subject of the client's verified certificate when it presented one; nil without filters.
+func connectionFilters(route *vcRoute, client net.Conn) *filter.Conn {
 	if route.filters == nil {
 		return nil
 	}

@@ -231,4 +231,4 @@ func (m *Metrics) forgetVirtualCluster(name string) {
 }
 
 // upstreamErrorReasons are the reason values of kafkalink_proxy_upstream_errors_total.
-var upstreamErrorReasons = []string{"dial", "unknown_broker", "relay"}
+var upstreamErrorReasons = []string{"dial", "unknown_broker", "relay", "authentication"}

@@ -11,6 +11,7 @@ import (
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/oauthbearer"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/sasltermination"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 

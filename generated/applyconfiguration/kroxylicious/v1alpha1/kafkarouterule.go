@@ -37,8 +37,10 @@ type KafkaRouteRuleApplyConfiguration struct {
 	// request, which finds a broker's address when a proxy replica has not relayed the cluster's
 	// metadata yet (after a restart, or when a client's broker connection lands on another
 	// replica than its bootstrap). Set it for a Service backend whose listener requires SASL;
-	// without it such a replica cannot find the broker. A Strimzi Kafka backend needs none: its
-	// broker addresses are known.
+	// without it such a replica cannot find the broker. A Strimzi Kafka backend needs none for
+	// that: its broker addresses are known. It is also the proxy's own identity at the cluster
+	// when a SaslTermination filter authenticates the clients: every upstream connection then
+	// authenticates as this user (one not needed when the listener requires no SASL).
 	DiscoveryCredential *DiscoveryCredentialApplyConfiguration `json:"discoveryCredential,omitempty"`
 }
 
