@@ -122,9 +122,17 @@ func (c *Conn) MaxFrame() int32 {
 	return c.Chain.MaxFrame()
 }
 
-// checkTermination refuses a chain in which one filter authenticates clients and another sees
-// their SASL requests (SaslInspection, OauthBearerValidation): the first answers them all, so
-// the other would never see an exchange reach the broker. cfgs are the filters' configurations,
+// SASLWatcher is implemented by filters that read the SASL exchange between a client and the
+// broker (SaslInspection, OauthBearerValidation). Filters that only see SASL requests among all
+// others (Authorization) are not watchers.
+type SASLWatcher interface {
+	Filter
+	WatchesSASL()
+}
+
+// checkTermination refuses a chain in which one filter authenticates clients and another watches
+// their SASL exchange with the broker (SASLWatcher): the first answers it all, so the other would
+// never see an exchange reach the broker. cfgs are the filters' configurations,
 // in the chain's order, for their names.
 func (c *Chain) checkTermination(cfgs []config.Filter) error {
 	term := slices.IndexFunc(c.filters, func(f Filter) bool {
@@ -135,15 +143,11 @@ func (c *Chain) checkTermination(cfgs []config.Filter) error {
 		return nil
 	}
 	for i, f := range c.filters {
-		if i == term || !slices.ContainsFunc(f.Keys(), isSASLKey) {
+		if _, watches := f.(SASLWatcher); i == term || !watches {
 			continue
 		}
 		return fmt.Errorf("filter %s (%s) sees the clients' SASL requests, which filter %s (%s) answers itself: a virtual cluster either terminates SASL at the proxy or passes it to the broker, not both",
 			cfgs[i].Name, cfgs[i].Type, cfgs[term].Name, cfgs[term].Type)
 	}
 	return nil
-}
-
-func isSASLKey(k int16) bool {
-	return k == kmsg.SASLHandshake.Int16() || k == kmsg.SASLAuthenticate.Int16()
 }

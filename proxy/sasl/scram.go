@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"strings"
 )
 
 // The SCRAM mechanisms, as Kafka names them.
@@ -256,7 +257,9 @@ func (s *ScramServer) clientFinal(msg []byte) ([]byte, error) {
 	if final.ChannelBinding != base64.StdEncoding.EncodeToString([]byte(s.first.GS2Header)) {
 		return nil, errors.New("SCRAM client-final: channel binding does not match the client-first header")
 	}
-	if final.Nonce != s.nonce {
+	// Kafka's broker checks that the nonce ends with the server's, not that it equals it:
+	// librdkafka sends its own nonce again in front of the combined one (seen with kcat).
+	if !strings.HasSuffix(final.Nonce, s.nonce) {
 		return nil, errors.New("SCRAM client-final: nonce does not match")
 	}
 	authMsg := append(append(s.authMsg, ','), final.WithoutProof...)

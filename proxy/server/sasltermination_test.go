@@ -79,6 +79,11 @@ func startTerminatingProxy(t testing.TB, extra string) terminatingProxy {
 
 // startTerminatingProxyWith: saslUpstream false is a kfake without SASL, and no credential.
 func startTerminatingProxyWith(t testing.TB, extra string, saslUpstream bool) terminatingProxy {
+	return startTerminatingProxyOpts(t, extra, saslUpstream, Options{})
+}
+
+// startTerminatingProxyOpts is startTerminatingProxyWith with the proxy's options (Listen).
+func startTerminatingProxyOpts(t testing.TB, extra string, saslUpstream bool, opts Options) terminatingProxy {
 	t.Helper()
 	dir := t.TempDir()
 	pki := newPKI(t)
@@ -102,7 +107,8 @@ func startTerminatingProxyWith(t testing.TB, extra string, saslUpstream bool) te
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	p := startProxyWith(t, Options{ConfigPath: writeConfig(t, dir, pc), Dial: dial})
+	opts.ConfigPath, opts.Dial = writeConfig(t, dir, pc), dial
+	p := startProxyWith(t, opts)
 	return terminatingProxy{p, pc, pki, dir, kc, dials}
 }
 

@@ -121,6 +121,10 @@ func (b *bearer) Close() error {
 	return b.v.Close()
 }
 
+// WatchesSASL marks the filter as one that reads the client's SASL exchange with the broker
+// (filter.SASLWatcher): it cannot share a chain with SaslTermination.
+func (b *bearer) WatchesSASL() {}
+
 func (b *bearer) Keys() []int16 {
 	return []int16{kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16()}
 }

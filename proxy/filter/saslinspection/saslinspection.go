@@ -121,6 +121,10 @@ func newInspector(cfg *Config, _ filter.Env) (filter.Filter, error) {
 }
 
 // Keys are the SASL requests.
+// WatchesSASL marks the filter as one that reads the client's SASL exchange with the broker
+// (filter.SASLWatcher): it cannot share a chain with SaslTermination.
+func (f *inspector) WatchesSASL() {}
+
 func (f *inspector) Keys() []int16 {
 	return []int16{kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16()}
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -150,7 +151,7 @@ func (f *saslTermination) Gate(ctx context.Context, x *filter.Exchange) error {
 			return err
 		}
 		resp, _ := x.Conn.LocalApiVersions()
-		x.Answer(resp)
+		x.Answer(withOwnSASLVersions(resp))
 		return nil
 	case kmsg.SASLHandshake, kmsg.SASLAuthenticate:
 		return f.OnRequest(ctx, x)
@@ -165,6 +166,23 @@ func (f *saslTermination) Gate(ctx context.Context, x *filter.Exchange) error {
 		return fmt.Errorf("%w: %s after the SASL session expired without a re-authentication", errRefused, kmsg.NameForKey(x.Key))
 	}
 	return fmt.Errorf("%w: %s before the client authenticated", errRefused, kmsg.NameForKey(x.Key))
+}
+
+// withOwnSASLVersions offers the SASL versions the proxy itself answers, whatever the brokers
+// offer: SaslHandshake from v0, as Kafka lists it (librdkafka refuses a broker that does not,
+// though it sends v1, and the relay refuses v0's unframed tokens), and SaslAuthenticate as kmsg
+// decodes it.
+func withOwnSASLVersions(resp *kmsg.ApiVersionsResponse) *kmsg.ApiVersionsResponse {
+	for _, key := range []kmsg.Key{kmsg.SASLHandshake, kmsg.SASLAuthenticate} {
+		own := kmsg.ApiVersionsResponseApiKey{ApiKey: key.Int16(), MaxVersion: kmsg.RequestForKey(key.Int16()).MaxVersion()}
+		i := slices.IndexFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey == own.ApiKey })
+		if i < 0 {
+			resp.ApiKeys = append(resp.ApiKeys, own)
+			continue
+		}
+		resp.ApiKeys[i] = own
+	}
+	return resp
 }
 
 // refusal is the error that closes a connection whose authentication failed.
