@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -177,11 +178,43 @@ type Conn struct {
 	*Chain
 	mu      sync.Mutex
 	state   map[Filter]any
-	subject Subject // subject.go
+	subject Subject   // subject.go
+	expires time.Time // ExpireAt
 }
 
-// ForConnection is the chain as one connection's relay uses it.
-func (c *Chain) ForConnection() *Conn { return &Conn{Chain: c} }
+// Opener is implemented by filters that act when a client connection starts
+// (ConnectionExpiration sets the connection's end).
+type Opener interface{ OnOpen(c *Conn) }
+
+// ForConnection is the chain as one connection's relay uses it; the filters that are Openers
+// see it first.
+func (c *Chain) ForConnection() *Conn {
+	conn := &Conn{Chain: c}
+	for _, f := range c.filters {
+		if o, ok := f.(Opener); ok {
+			o.OnOpen(conn)
+		}
+	}
+	return conn
+}
+
+// ExpireAt asks the relay to end the connection at t, cleanly: it reads no request after t
+// and closes the connection once the responses in flight are written. The earliest time asked
+// wins.
+func (c *Conn) ExpireAt(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.expires.IsZero() || t.Before(c.expires) {
+		c.expires = t
+	}
+}
+
+// Expires is when the connection is to end (ExpireAt); zero when never.
+func (c *Conn) Expires() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.expires
+}
 
 // State returns what f keeps for this connection, made by init the first time.
 func (c *Conn) State(f Filter, init func() any) any {

@@ -8,6 +8,7 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/expiration"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 
