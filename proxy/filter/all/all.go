@@ -9,6 +9,7 @@ import (
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/expiration"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/protocollogger"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 
