@@ -10,6 +10,7 @@ import (
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/expiration"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/protocollogger"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/tenant"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 
