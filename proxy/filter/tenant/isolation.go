@@ -92,6 +92,10 @@ func (e *entityIsolation) principal(s filter.Subject) (string, error) {
 		}
 		name = cn
 	}
+	if strings.Contains(name, e.sep) {
+		// As Kroxylicious: "alice" and "alice-x" would share "alice-x-g".
+		return "", fmt.Errorf("principal %q contains the mapping separator %q", name, e.sep)
+	}
 	if err := checkTenant("principal", name, e.sep); err != nil {
 		return "", err
 	}
@@ -200,7 +204,7 @@ func (e *entityIsolation) OnResponse(_ context.Context, x *filter.Exchange) erro
 	if !ok {
 		return nil // the request named no entity
 	}
-	st.n.response(x.Response, st.coordinator, "")
+	st.n.response(x.Response, st.coordinator, nil) // the cluster is not isolated
 	return nil
 }
 

@@ -18,8 +18,9 @@ func clusterID(upstream, tenant string) string {
 }
 
 // response strips the prefix from a response's names and removes other tenants' resources
-// from listings. coordinator is the kind of the FindCoordinator request's keys.
-func (n namer) response(resp kmsg.Response, coordinator kind, tenant string) {
+// from listings. coordinator is the kind of the FindCoordinator request's keys; clusterID gives
+// the id the tenant is shown for the broker's.
+func (n namer) response(resp kmsg.Response, coordinator kind, clusterID func(upstream string) string) {
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
 		if r.Version < 13 { // later versions name topics by id only
@@ -39,12 +40,12 @@ func (n namer) response(resp kmsg.Response, coordinator kind, tenant string) {
 			n.outPtr(topics, r.Topics[i].Topic)
 		}
 		if r.ClusterID != nil && n.kinds&cluster != 0 {
-			id := clusterID(*r.ClusterID, tenant)
+			id := clusterID(*r.ClusterID)
 			r.ClusterID = &id
 		}
 	case *kmsg.DescribeClusterResponse:
 		if n.kinds&cluster != 0 {
-			r.ClusterID = clusterID(r.ClusterID, tenant)
+			r.ClusterID = clusterID(r.ClusterID)
 		}
 	case *kmsg.OffsetCommitResponse:
 		for i := range r.Topics {

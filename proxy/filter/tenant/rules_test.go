@@ -169,7 +169,7 @@ func TestOtherTenantsHidden(t *testing.T) {
 	for _, name := range []*string{&a, &b, &internal} {
 		md.Topics = append(md.Topics, kmsg.MetadataResponseTopic{Topic: name})
 	}
-	n.response(md, 0, "a")
+	n.response(md, 0, func(up string) string { return clusterID(up, "a") })
 	if len(md.Topics) != 1 || *md.Topics[0].Topic != "orders" {
 		t.Errorf("metadata topics %v, want only orders", md.Topics)
 	}
@@ -177,18 +177,18 @@ func TestOtherTenantsHidden(t *testing.T) {
 		t.Errorf("cluster id %q: want the tenant's own, 22 characters", *md.ClusterID)
 	}
 	lg := &kmsg.ListGroupsResponse{Groups: []kmsg.ListGroupsResponseGroup{{Group: "a-g"}, {Group: "b-g"}, {Group: "g"}}}
-	n.response(lg, 0, "a")
+	n.response(lg, 0, nil)
 	if len(lg.Groups) != 1 || lg.Groups[0].Group != "g" {
 		t.Errorf("groups %v, want only g", lg.Groups)
 	}
 	lt := &kmsg.ListTransactionsResponse{TransactionStates: []kmsg.ListTransactionsResponseTransactionState{{TransactionalID: "b-tx"}, {TransactionalID: "a-tx"}}}
-	n.response(lt, 0, "a")
+	n.response(lt, 0, nil)
 	if len(lt.TransactionStates) != 1 || lt.TransactionStates[0].TransactionalID != "tx" {
 		t.Errorf("transactions %v, want only tx", lt.TransactionStates)
 	}
 	for cursor, want := range map[string]*string{"a-x": kmsg.StringPtr("x"), "0-before": kmsg.StringPtr(""), "b-after": nil} {
 		dtp := &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{{Topic: &b}}, NextCursor: &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: cursor, Partition: 3}}
-		n.response(dtp, 0, "a")
+		n.response(dtp, 0, nil)
 		if len(dtp.Topics) != 0 || (want == nil) != (dtp.NextCursor == nil) || want != nil && dtp.NextCursor.Topic != *want {
 			t.Errorf("cursor at %s: topics %v cursor %+v, want none and %v", cursor, dtp.Topics, dtp.NextCursor, want)
 		}

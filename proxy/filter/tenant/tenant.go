@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -97,6 +98,34 @@ type multiTenant struct {
 	tenant string
 	n      namer
 	keys   []int16
+	// upstreamIDs maps the cluster ids the tenant was shown to the broker's: clients send the
+	// one they know in ApiVersions (v5+), and the broker refuses another cluster's.
+	mu          sync.Mutex
+	upstreamIDs map[string]string
+}
+
+// maxClusterIDs bounds upstreamIDs: a virtual cluster has one upstream cluster, two while it
+// is moved to another.
+const maxClusterIDs = 8
+
+// shown records the cluster id the tenant was shown for the broker's upstream id.
+func (m *multiTenant) shown(upstream string) string {
+	id := clusterID(upstream, m.tenant)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.upstreamIDs[id]; !ok && len(m.upstreamIDs) >= maxClusterIDs {
+		clear(m.upstreamIDs)
+	}
+	m.upstreamIDs[id] = upstream
+	return id
+}
+
+// upstreamID is the broker's id for the id the tenant was shown; empty when not known (the
+// proxy restarted since): the client's check is then left out.
+func (m *multiTenant) upstreamID(shown string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.upstreamIDs[shown]
 }
 
 // defaultTenant is the tenant of a virtual cluster named vc: its name, or for the operator's
@@ -123,7 +152,7 @@ func newMultiTenant(cfg *MultiTenantConfig, env filter.Env) (filter.Filter, erro
 		return nil, err
 	}
 	isolates := topics | groups | txns | cluster
-	return &multiTenant{tenant: tenant, n: namer{prefix: tenant + sep, kinds: isolates}, keys: keys(isolates)}, nil
+	return &multiTenant{tenant: tenant, n: namer{prefix: tenant + sep, kinds: isolates}, keys: keys(isolates), upstreamIDs: map[string]string{}}, nil
 }
 
 func (m *multiTenant) Keys() []int16 { return m.keys }
@@ -133,8 +162,17 @@ func (m *multiTenant) OnRequest(_ context.Context, x *filter.Exchange) error {
 	if action(x.Key, m.n.kinds) == "refuse" {
 		return refused(x.Key, MultiTenantType)
 	}
-	if r, ok := x.Request.(*kmsg.FindCoordinatorRequest); ok {
+	switch r := x.Request.(type) {
+	case *kmsg.FindCoordinatorRequest:
 		x.Set(m, coordinatorKind(r.CoordinatorType))
+	case *kmsg.ApiVersionsRequest:
+		if r.ClusterID != nil {
+			if up := m.upstreamID(*r.ClusterID); up != "" {
+				r.ClusterID = &up
+			} else {
+				r.ClusterID = nil
+			}
+		}
 	}
 	answer, err := m.n.request(x)
 	if answer != nil {
@@ -150,7 +188,7 @@ func (m *multiTenant) OnResponse(_ context.Context, x *filter.Exchange) error {
 		return nil
 	}
 	coordinator, _ := x.Get(m).(kind)
-	m.n.response(x.Response, coordinator, m.tenant)
+	m.n.response(x.Response, coordinator, m.shown)
 	return nil
 }
 
