@@ -1,6 +1,6 @@
 // Command bench measures kafkalink-proxy against direct connections and plain relays, in one
 // run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and CPU per MiB
-// moved, for eight paths. The client and a kfake of three brokers (every topic's six partitions
+// moved, for nine paths. The client and a kfake of three brokers (every topic's six partitions
 // spread over them) run in this process, with Go's GC held off during timed phases; the relays
 // and kafkalink-proxy each run as a process of their own, so each hop's CPU is its own:
 //
@@ -15,7 +15,9 @@
 //     filter whose rule is for another topic, so every Produce and Fetch is decoded and
 //     re-encoded by the chain and nothing else: the cost of having filters at all;
 //   - proxy TLS + encryption: the same with RecordEncryption (Secret KMS), every value
-//     encrypted on produce and decrypted on fetch.
+//     encrypted on produce and decrypted on fetch;
+//   - proxy TLS + MultiTenant: the same with MultiTenant, every Produce and Fetch (request and
+//     response) decoded, its topic names prefixed or stripped, and re-encoded.
 //
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
 // each sending small Produce requests (-small-producers, small.go), then a table of a separate
@@ -68,6 +70,7 @@ type path struct {
 	base    int            // the row this one is compared with
 	cluster *kfake.Cluster // where the records land
 	hop     int            // the pid of the relay or proxy on the way; 0 for direct
+	prefix  string         // what the path's filters put before topic names at the broker
 }
 
 type result struct {
@@ -97,7 +100,7 @@ func main() {
 	// 512 MiB keeps each timed phase above half a second: at 128 MiB a fetch took 160 ms, and
 	// the ratios between paths wandered by ±10 % from round to round.
 	mib := flag.Int("mib", 512, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 3, "rounds over the eight paths; the table shows the median")
+	rounds := flag.Int("rounds", 3, "rounds over the nine paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	small := flag.Int("small-producers", 1000, "connections sending small Produce requests one after another, per path; 0 skips")
@@ -171,7 +174,7 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 		return err
 	}
 	defer tlsK.Close()
-	hops, err := startHops(dir, certs, plain.ListenAddrs(), len(loads)*rounds*8)
+	hops, err := startHops(dir, certs, plain.ListenAddrs(), len(loads)*rounds*9)
 	if err != nil {
 		return err
 	}
@@ -256,7 +259,7 @@ func (h *hops) stop() {
 	*h = hops{}
 }
 
-// benchPaths are the eight paths: clients dial the proxy's hostnames on loopback, over TLS with
+// benchPaths are the nine paths: clients dial the proxy's hostnames on loopback, over TLS with
 // the name as SNI where the path is TLS, and the relays for every broker.
 func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, h *hops) []path {
 	toLoopback := func(useTLS bool) func(context.Context, string, string) (net.Conn, error) {
@@ -275,14 +278,15 @@ func benchPaths(plain, tlsK *kfake.Cluster, pool *x509.CertPool, h *hops) []path
 	}
 	proxy, plainRelay, tlsRelay := h.proxy.pid(), h.plainRelay.pid(), h.tlsRelay.pid()
 	return []path{
-		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0, plain, 0},
-		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.plainRelay.dialer(nil))}, 0, plain, plainRelay},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", h.ports[0])), kgo.Dialer(toLoopback(false))}, 1, plain, proxy},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3, tlsK, 0},
-		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.tlsRelay.dialer(pool))}, 3, plain, tlsRelay},
-		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy},
-		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy},
-		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy},
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0, plain, 0, ""},
+		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.plainRelay.dialer(nil))}, 0, plain, plainRelay, ""},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", h.ports[0])), kgo.Dialer(toLoopback(false))}, 1, plain, proxy, ""},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3, tlsK, 0, ""},
+		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.tlsRelay.dialer(pool))}, 3, plain, tlsRelay, ""},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy, ""},
+		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy, ""},
+		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy, ""},
+		{"proxy TLS + MultiTenant", viaTLS("mt"), 5, plain, proxy, "mt-"},
 	}
 }
 
@@ -358,7 +362,8 @@ func serveProxy(ctx context.Context, cfgPath string, poll time.Duration) (done <
 }
 
 // writeProxyConfig writes the proxy's configuration: a plain listener (port per broker) and a
-// TLS one with four virtual clusters, all to the plain kfake at target.
+// TLS one with four virtual clusters (unfiltered, filter chain, encryption, MultiTenant), all to
+// the plain kfake at target.
 func writeProxyConfig(dir string, h *hops, certFile, keyFile, target, keks string) (string, error) {
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
@@ -385,6 +390,12 @@ virtualClusters:
   brokerPattern: enc-broker-$(nodeId).bench.test
   targetBootstrap: %[7]q
   filters: [{name: e, type: RecordEncryption, config: {kms: KubernetesSecretKms, kmsConfig: {keyDir: %[9]s}, selector: TemplateKekSelector, selectorConfig: {template: "KEK_$(topicName)"}}}]
+- name: mt
+  listener: tls
+  bootstrapHost: mt-bootstrap.bench.test
+  brokerPattern: mt-broker-$(nodeId).bench.test
+  targetBootstrap: %[7]q
+  filters: [{name: t, type: MultiTenant, config: {}}]
 management: {port: %[8]d, bindAddress: 127.0.0.1, metrics: true}
 limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
 `, h.ports[0], h.firstBrokerPort, brokers-1, h.ports[1], certFile, keyFile, target, h.ports[2], keks)
@@ -460,7 +471,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 		return res, err
 	}
 	defer prod.Close()
-	if err := spreadTopic(ctx, prod, p.cluster, topic); err != nil {
+	if err := spreadTopic(ctx, prod, p.cluster, p.prefix, topic); err != nil {
 		return res, err
 	}
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // warm up
@@ -513,13 +524,14 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 }
 
 // spreadTopic creates topic with the benchmark's partitions and gives each partition a leader
-// in turn, so that every broker leads as many (kfake picks leaders at random).
-func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, topic string) error {
+// in turn, so that every broker leads as many (kfake picks leaders at random). prefix is what
+// the path's filters put before the name at the broker.
+func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, prefix, topic string) error {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		return err
 	}
 	for p := range int32(partitions) {
-		if err := cluster.MoveTopicPartition(topic, p, p%brokers); err != nil {
+		if err := cluster.MoveTopicPartition(prefix+topic, p, p%brokers); err != nil {
 			return err
 		}
 	}

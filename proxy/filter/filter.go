@@ -45,6 +45,9 @@ type Exchange struct {
 	Conn   *Conn
 	answer kmsg.Response
 	state  map[Filter]any
+	// unchanged and unneeded count the filters that called RequestUnchanged and
+	// ResponseNotNeeded.
+	unchanged, unneeded int
 	names  map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
@@ -83,6 +86,15 @@ func (x *Exchange) releaseScratch() {
 	}
 	x.scratch = nil
 }
+
+// RequestUnchanged says the filter left the request as it was decoded: when every filter that
+// saw it says so, the frame the client sent is forwarded as it is, not re-encoded.
+func (x *Exchange) RequestUnchanged() { x.unchanged++ }
+
+// ResponseNotNeeded says the filter does not need to see the request's response: when every
+// filter that saw the request says so, the response is relayed without being decoded (the data
+// path of Fetch and Produce, at the cost of an unfiltered one). OnResponse is then not called.
+func (x *Exchange) ResponseNotNeeded() { x.unneeded++ }
 
 // Answer makes resp the response to the request, which is then not forwarded.
 func (x *Exchange) Answer(resp kmsg.Response) { x.answer = resp }
@@ -294,6 +306,11 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 		if x.answer != nil {
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
+	}
+	if n := len(c.wants[x.Key]); n > 0 && x.unchanged == n && x.unneeded == n && x.Key != kmsg.ApiVersions.Int16() && !idsFrom(x.Key) {
+		// Nothing to re-encode, nothing to filter on the way back: capFetch's limits are for
+		// responses the filters take whole.
+		return frame, nil, kafka.ResponseUnfiltered, nil
 	}
 	switch r := x.Request.(type) {
 	case *kmsg.FetchRequest:

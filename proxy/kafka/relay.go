@@ -40,12 +40,17 @@ type Filters interface {
 	// send the client instead, and a state its response is filtered with. A nil state says
 	// the filters only read the response: one larger than MaxFrame is relayed without them.
 	Request(frame []byte) (forward, answer []byte, state any, err error)
-	// Response filters the response frame of a request that went through Request.
+	// Response filters the response frame of a request that went through Request, unless
+	// Request's state was ResponseUnfiltered.
 	Response(key, version int16, frame []byte, state any) ([]byte, error)
 	// MaxFrame is the largest frame (size excluded) the filters take: a larger request of a key
 	// they want closes the connection before it is read.
 	MaxFrame() int32
 }
+
+// ResponseUnfiltered is the state Filters.Request returns when no filter needs the request's
+// response: it is relayed like an unfiltered one (streamed, spliced, addresses rewritten).
+var ResponseUnfiltered any = &struct{ responseUnfiltered bool }{}
 
 // Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
 // implementations must be cheap (observe.go).
@@ -273,7 +278,11 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		return nil
 	}
 	if respond {
-		p.Filtered, p.State = true, state
+		// ResponseUnfiltered: no filter needs the response, which is relayed as any other.
+		p.Filtered = state != ResponseUnfiltered
+		if p.Filtered {
+			p.State = state
+		}
 		r.pending <- p
 	}
 	if !sameBuffer(forward, frame) {

@@ -146,6 +146,27 @@ func (n namer) produce(x *filter.Exchange, r *kmsg.ProduceRequest) kmsg.Response
 	return nil
 }
 
+// byIDOnly reports whether a request is a Produce (v13+, without a transactional id) or a Fetch
+// (v13+) whose topics are all named by ids of the tenant's topics: the data path, which then
+// needs neither re-encoding nor its response filtered.
+func (n namer) byIDOnly(x *filter.Exchange) bool {
+	switch r := x.Request.(type) {
+	case *kmsg.ProduceRequest:
+		return r.Version >= 13 && (r.TransactionID == nil || *r.TransactionID == "")
+	case *kmsg.FetchRequest:
+		if r.Version < 13 {
+			return false
+		}
+		for _, t := range r.Topics {
+			if name, ok := x.TopicName(t.TopicID); !ok || !n.owns(topics, name) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // produceError answers every partition of a Produce with code.
 func produceError(r *kmsg.ProduceRequest, code int16) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
