@@ -48,7 +48,7 @@ type Exchange struct {
 	// unchanged and unneeded count the filters that called RequestUnchanged and
 	// ResponseNotNeeded.
 	unchanged, unneeded int
-	names  map[[16]byte]string // the topic ids it names, resolved (TopicName)
+	names               map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
 	scratchMu sync.Mutex

@@ -207,4 +207,3 @@ func (e *entityIsolation) OnResponse(_ context.Context, x *filter.Exchange) erro
 	st.n.response(x.Response, st.coordinator, nil) // the cluster is not isolated
 	return nil
 }
-
