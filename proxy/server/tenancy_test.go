@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -287,5 +289,53 @@ func TestEntityIsolationOverMTLS(t *testing.T) {
 	}
 	if !slices.Contains(topics.Names(), "shared") {
 		t.Errorf("the broker holds topics %v, want shared unprefixed", topics.Names())
+	}
+}
+
+// TestMultiTenantWithKcat: kcat (librdkafka, which names topics in Produce and Fetch) produces
+// to orders and consumes it through a MultiTenant virtual cluster a; its metadata lists orders
+// and not the other tenant's topic the broker holds; the broker holds a-orders.
+func TestMultiTenantWithKcat(t *testing.T) {
+	ns := netnsForKcat(t, []string{"a-bootstrap.kafka.test", "a-broker-0.kafka.test", "a-broker-1.kafka.test", "a-broker-2.kafka.test"})
+	f := startFilteredProxy(t, Options{Listen: listenInNetns(ns)}, multiTenantFilter)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	direct, err := kgo.NewClient(kgo.SeedBrokers(f.kc.ListenAddrs()...), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	if err := direct.ProduceSync(ctx, &kgo.Record{Topic: "b-secret", Value: []byte("b's record")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	kcat := func(stdin string, args ...string) string {
+		t.Helper()
+		base := []string{"netns", "exec", ns, "kcat", "-b", fmt.Sprintf("a-bootstrap.kafka.test:%d", f.pc.Port),
+			"-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + f.dir + "/ca.crt", "-m", "20"}
+		cmd := exec.CommandContext(ctx, "ip", append(base, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kcat %v: %v\nstdout: %s\nstderr: %s\nproxy:\n%s", args, err, out.String(), errOut.String(), f.p.logs)
+		}
+		return out.String()
+	}
+	kcat("one\ntwo\nthree\n", "-P", "-t", "orders")
+	md := kcat("", "-L")
+	if !strings.Contains(md, `topic "orders"`) || strings.Contains(md, "secret") || strings.Contains(md, "a-orders") {
+		t.Errorf("kcat's metadata, want orders only and no prefix:\n%s", md)
+	}
+	got := strings.Fields(kcat("", "-C", "-t", "orders", "-o", "beginning", "-c", "3", "-e"))
+	sort.Strings(got)
+	if !slices.Equal(got, []string{"one", "three", "two"}) {
+		t.Errorf("consumed %q", got)
+	}
+	topics, err := kadm.NewClient(direct).ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(topics.Names(), "a-orders") {
+		t.Errorf("the broker holds %v, want a-orders", topics.Names())
 	}
 }
