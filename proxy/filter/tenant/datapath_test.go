@@ -102,3 +102,28 @@ func TestDataPathByID(t *testing.T) {
 		t.Errorf("fetched %+v, want a's records and none of b's", got.Topics)
 	}
 }
+
+// TestClusterIDBackToTheBroker: the cluster id a tenant was shown goes back to the broker as
+// the broker's in ApiVersions v5; one the filter never showed is left out.
+func TestClusterIDBackToTheBroker(t *testing.T) {
+	f, err := filter.New(MultiTenantType, []byte(`{}`), filter.Env{VirtualCluster: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.(*multiTenant)
+	md := &kmsg.MetadataResponse{Version: 12, ClusterID: kmsg.StringPtr("upstream")}
+	if err := m.OnResponse(context.Background(), &filter.Exchange{Key: 3, Response: md}); err != nil {
+		t.Fatal(err)
+	}
+	shown := *md.ClusterID
+	for id, want := range map[string]*string{shown: kmsg.StringPtr("upstream"), "never-shown": nil} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version, req.ClusterID = 5, kmsg.StringPtr(id)
+		if err := m.OnRequest(context.Background(), &filter.Exchange{Key: 18, Version: 5, Request: req}); err != nil {
+			t.Fatal(err)
+		}
+		if (want == nil) != (req.ClusterID == nil) || want != nil && *req.ClusterID != *want {
+			t.Errorf("ApiVersions naming %q went on naming %v, want %v", id, req.ClusterID, want)
+		}
+	}
+}
