@@ -93,7 +93,8 @@ func (x *Exchange) RequestUnchanged() { x.unchanged++ }
 
 // ResponseNotNeeded says the filter does not need to see the request's response: when every
 // filter that saw the request says so, the response is relayed without being decoded (the data
-// path of Fetch and Produce, at the cost of an unfiltered one). OnResponse is then not called.
+// path of Fetch and Produce, at the cost of an unfiltered one), and OnResponse is not called.
+// The request is still re-encoded unless they all called RequestUnchanged too.
 func (x *Exchange) ResponseNotNeeded() { x.unneeded++ }
 
 // Answer makes resp the response to the request, which is then not forwarded.
@@ -307,16 +308,19 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
 	}
-	if n := len(c.wants[x.Key]); n > 0 && x.unchanged == n && x.unneeded == n && x.Key != kmsg.ApiVersions.Int16() && !idsFrom(x.Key) {
-		// Nothing to re-encode, nothing to filter on the way back: capFetch's limits are for
-		// responses the filters take whole.
-		return frame, nil, kafka.ResponseUnfiltered, nil
+	n := len(c.wants[x.Key])
+	passResponse := n > 0 && x.unneeded == n && x.Key != kmsg.ApiVersions.Int16() && !idsFrom(x.Key)
+	if passResponse && x.unchanged == n {
+		return frame, nil, kafka.ResponseUnfiltered, nil // nothing to re-encode either
 	}
-	switch r := x.Request.(type) {
-	case *kmsg.FetchRequest:
-		c.capFetch(r)
-	case *kmsg.ShareFetchRequest:
-		c.capShareFetch(r)
+	if !passResponse {
+		// capFetch's limits are for responses the filters take whole.
+		switch r := x.Request.(type) {
+		case *kmsg.FetchRequest:
+			c.capFetch(r)
+		case *kmsg.ShareFetchRequest:
+			c.capShareFetch(r)
+		}
 	}
 	var opts []kmsg.RequestFormatterOpt
 	if x.ClientID != nil {
@@ -329,6 +333,9 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
 		}
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil, nil
+	}
+	if passResponse {
+		return out, nil, kafka.ResponseUnfiltered, nil
 	}
 	x.Request = emptyRequest(x.Key, x.Version) // see Exchange.Request
 	x.Allowance, x.answer = nil, nil

@@ -1,6 +1,7 @@
 package tenant
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"testing"
@@ -60,6 +61,14 @@ func TestDataPathByID(t *testing.T) {
 	fwd, answer, state, err := conn.Request(in)
 	if err != nil || answer != nil || &fwd[0] != &in[0] || state != kafka.ResponseUnfiltered {
 		t.Errorf("a Produce to its own topic: err %v, answered %v, forwarded as sent %v, response unfiltered %v", err, answer != nil, &fwd[0] == &in[0], state == kafka.ResponseUnfiltered)
+	}
+	txn := kmsg.NewPtrProduceRequest()
+	txn.Version, txn.Acks, txn.TransactionID = 13, -1, kmsg.StringPtr("tx")
+	txn.Topics = []kmsg.ProduceRequestTopic{{TopicID: ours, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0}}}}
+	in = frame(txn)
+	fwd, _, state, err = conn.Request(in)
+	if err != nil || &fwd[0] == &in[0] || state != kafka.ResponseUnfiltered || !bytes.Contains(fwd, []byte("a-tx")) {
+		t.Errorf("a transactional Produce: err %v, re-encoded %v with a-tx %v, response unfiltered %v", err, &fwd[0] != &in[0], bytes.Contains(fwd, []byte("a-tx")), state == kafka.ResponseUnfiltered)
 	}
 	_, answer, _, err = conn.Request(produce(theirs))
 	resp := kmsg.NewPtrProduceResponse()

@@ -122,6 +122,12 @@ func (e *entityIsolation) OnRequest(_ context.Context, x *filter.Exchange) error
 		return refused(x.Key, EntityIsolationType)
 	}
 	if !e.namesEntity(x.Request) {
+		if x.Key != kmsg.ApiVersions.Int16() {
+			// An idempotent producer's Produce, a coordinator of a kind not isolated: nothing
+			// to rename either way.
+			x.RequestUnchanged()
+			x.ResponseNotNeeded()
+		}
 		return nil
 	}
 	name, err := e.principal(x.Conn.Subject())
@@ -141,6 +147,9 @@ func (e *entityIsolation) OnRequest(_ context.Context, x *filter.Exchange) error
 	answer, err := n.request(x)
 	if answer != nil {
 		x.Answer(answer)
+	}
+	if err == nil && answer == nil {
+		n.dataPath(x) // a transactional Produce's response names no transactional id
 	}
 	return err
 }

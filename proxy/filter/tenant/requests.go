@@ -146,25 +146,32 @@ func (n namer) produce(x *filter.Exchange, r *kmsg.ProduceRequest) kmsg.Response
 	return nil
 }
 
-// byIDOnly reports whether a request is a Produce (v13+, without a transactional id) or a Fetch
-// (v13+) whose topics are all named by ids of the tenant's topics: the data path, which then
-// needs neither re-encoding nor its response filtered.
-func (n namer) byIDOnly(x *filter.Exchange) bool {
+// dataPath tells the chain what the data path needs: a Produce v13+ names topics by id and its
+// response names none, so the response is not needed (nor, without a transactional id, is the
+// request re-encoded); a Fetch v13+ whose topic ids are all the tenant's was not changed and
+// gets a response naming only those.
+func (n namer) dataPath(x *filter.Exchange) {
 	switch r := x.Request.(type) {
 	case *kmsg.ProduceRequest:
-		return r.Version >= 13 && (r.TransactionID == nil || *r.TransactionID == "")
+		if r.Version < 13 {
+			return
+		}
+		x.ResponseNotNeeded()
+		if r.TransactionID == nil || *r.TransactionID == "" {
+			x.RequestUnchanged()
+		}
 	case *kmsg.FetchRequest:
 		if r.Version < 13 {
-			return false
+			return
 		}
 		for _, t := range r.Topics {
 			if name, ok := x.TopicName(t.TopicID); !ok || !n.owns(topics, name) {
-				return false
+				return
 			}
 		}
-		return true
+		x.RequestUnchanged()
+		x.ResponseNotNeeded()
 	}
-	return false
 }
 
 // produceError answers every partition of a Produce with code.

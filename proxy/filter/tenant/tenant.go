@@ -178,10 +178,8 @@ func (m *multiTenant) OnRequest(_ context.Context, x *filter.Exchange) error {
 	if answer != nil {
 		x.Answer(answer)
 	}
-	if err == nil && answer == nil && m.n.byIDOnly(x) {
-		// Topics by id, all the tenant's: nothing was renamed, and the response names none.
-		x.RequestUnchanged()
-		x.ResponseNotNeeded()
+	if err == nil && answer == nil {
+		m.n.dataPath(x)
 	}
 	return err
 }
