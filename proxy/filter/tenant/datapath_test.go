@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -134,5 +135,32 @@ func TestClusterIDBackToTheBroker(t *testing.T) {
 		if (want == nil) != (req.ClusterID == nil) || want != nil && *req.ClusterID != *want {
 			t.Errorf("ApiVersions naming %q went on naming %v, want %v", id, req.ClusterID, want)
 		}
+	}
+}
+
+// TestRefusedKeysCloseTheConnection: a key MultiTenant refuses, and a key kmsg does not know
+// (which the broker might, and would get unrewritten), end the connection instead of being
+// forwarded; a key it passes is not even decoded.
+func TestRefusedKeysCloseTheConnection(t *testing.T) {
+	c, err := filter.NewChain(context.Background(), "a", []config.Filter{{Name: "t", Type: MultiTenantType, Config: []byte(`{}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.ForConnection()
+	acl := kmsg.NewPtrCreateACLsRequest()
+	acl.Creations = []kmsg.CreateACLsRequestCreation{{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders"}}
+	if fwd, _, _, err := conn.Request(frame(acl)); err == nil || !strings.Contains(err.Error(), "MultiTenant refuses CreateACLs") {
+		t.Errorf("CreateACLs: forwarded %d bytes, %v", len(fwd), err)
+	}
+	for _, key := range []int16{200, 1000} {
+		if !c.Wants(key) {
+			t.Errorf("key %d is not taken by the chain: it would reach the broker unrewritten", key)
+		}
+		if fwd, _, _, err := conn.Request(requestFrame(key, 0, []byte{0, 0})); err == nil {
+			t.Errorf("key %d: forwarded %d bytes", key, len(fwd))
+		}
+	}
+	if c.Wants(kmsg.SASLAuthenticate.Int16()) {
+		t.Error("SaslAuthenticate, which names nothing, is decoded")
 	}
 }
