@@ -10,8 +10,9 @@
 // Kroxylicious' shape, with one field of kafkalink's:
 //
 //	prefixResourceNameSeparator: "-"   # default "-"
-//	tenantPrefix: team-a               # kafkalink: default the virtual cluster's name, or the
-//	                                   # KafkaRoute's name for the operator's virtual clusters
+//	tenantPrefix: team_a               # kafkalink: default the virtual cluster's name, or the
+//	                                   # KafkaRoute's name for the operator's virtual clusters,
+//	                                   # each separator in it made "_" (team-a: team_a-orders)
 //
 // EntityIsolation keeps group ids and transactional ids private to each client (its subject:
 // a client certificate's, or a SASL user's), for teams that share topics but not groups:
@@ -129,10 +130,16 @@ func (m *multiTenant) upstreamID(shown string) string {
 }
 
 // defaultTenant is the tenant of a virtual cluster named vc: its name, or for the operator's
-// virtual clusters ("<KafkaRoute>/<listener>/<host pattern>") the KafkaRoute's name.
-func defaultTenant(vc string) string {
+// virtual clusters ("<KafkaRoute>/<listener>/<host pattern>") the KafkaRoute's name, with each
+// separator in it made "_". Kubernetes names never hold "_", so no route's tenant then holds the
+// separator and no route's prefix starts another's ("team-a" is "team_a-", "team" is "team-"),
+// and a route name is never refused for it.
+func defaultTenant(vc, sep string) string {
 	route, _, _ := strings.Cut(vc, "/")
-	return route
+	if sep == "" {
+		return route
+	}
+	return strings.ReplaceAll(route, sep, "_")
 }
 
 func newMultiTenant(cfg *MultiTenantConfig, env filter.Env) (filter.Filter, error) {
@@ -142,7 +149,7 @@ func newMultiTenant(cfg *MultiTenantConfig, env filter.Env) (filter.Filter, erro
 	}
 	tenant, field := cfg.TenantPrefix, "tenantPrefix"
 	if tenant == "" {
-		tenant, field = defaultTenant(env.VirtualCluster), "the virtual cluster's name (the default tenantPrefix)"
+		tenant, field = defaultTenant(env.VirtualCluster, sep), "the virtual cluster's name (the default tenantPrefix)"
 	}
 	if tenant == "" {
 		// The operator's check: no virtual cluster, so only the separator can be checked.
