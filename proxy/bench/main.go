@@ -1,6 +1,6 @@
 // Command bench measures kafkalink-proxy against direct connections and plain relays, in one
 // run, and prints one table: produce and fetch MiB/s, p50/p99 produce latency, and CPU per MiB
-// moved, for nine paths. The client and a kfake of three brokers (every topic's six partitions
+// moved, for ten paths. The client and a kfake of three brokers (every topic's six partitions
 // spread over them) run in this process, with Go's GC held off during timed phases; the relays
 // and kafkalink-proxy each run as a process of their own, so each hop's CPU is its own:
 //
@@ -20,6 +20,8 @@
 //     listener with client CAs, through the Authorization filter with 100 rules (authzRules):
 //     every request checked, Metadata filtered, Produce and Fetch forwarded as read. Compared
 //     with the unfiltered proxy TLS row.
+//   - proxy TLS + MultiTenant: the same with MultiTenant, every Produce and Fetch (request and
+//     response) decoded, its topic names prefixed or stripped, and re-encoded.
 //
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
 // each sending small Produce requests (-small-producers, small.go), then a table of a separate
@@ -73,6 +75,7 @@ type path struct {
 	base    int            // the row this one is compared with
 	cluster *kfake.Cluster // where the records land
 	hop     int            // the pid of the relay or proxy on the way; 0 for direct
+	prefix  string         // what the path's filters put before topic names at the broker
 }
 
 type result struct {
@@ -102,7 +105,7 @@ func main() {
 	// 512 MiB keeps each timed phase above half a second: at 128 MiB a fetch took 160 ms, and
 	// the ratios between paths wandered by ±10 % from round to round.
 	mib := flag.Int("mib", 512, "MiB produced and fetched per path and round")
-	rounds := flag.Int("rounds", 3, "rounds over the nine paths; the table shows the median")
+	rounds := flag.Int("rounds", 3, "rounds over the ten paths; the table shows the median")
 	sizes := flag.String("sizes", "1024,16384", "record value sizes in bytes, comma-separated: one table each (and per codec)")
 	codecList := flag.String("codecs", "none,lz4", "producer compression, comma-separated: none, gzip, snappy, lz4, zstd")
 	small := flag.Int("small-producers", 1000, "connections sending small Produce requests one after another, per path; 0 skips")
@@ -284,7 +287,7 @@ func (h *hops) stop() {
 	*h = hops{}
 }
 
-// benchPaths are the nine paths: clients dial the proxy's hostnames on loopback, over TLS with
+// benchPaths are the ten paths: clients dial the proxy's hostnames on loopback, over TLS with
 // the name as SNI where the path is TLS, and the relays for every broker.
 func benchPaths(plain, tlsK *kfake.Cluster, certs benchCertFiles, h *hops) []path {
 	pool := certs.pool
@@ -304,16 +307,17 @@ func benchPaths(plain, tlsK *kfake.Cluster, certs benchCertFiles, h *hops) []pat
 	}
 	proxy, plainRelay, tlsRelay := h.proxy.pid(), h.plainRelay.pid(), h.tlsRelay.pid()
 	return []path{
-		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0, plain, 0},
-		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.plainRelay.dialer(nil))}, 0, plain, plainRelay},
-		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", h.ports[0])), kgo.Dialer(toLoopback(false))}, 1, plain, proxy},
-		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3, tlsK, 0},
-		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.tlsRelay.dialer(pool))}, 3, plain, tlsRelay},
-		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy},
-		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy},
-		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy},
+		{"direct plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...)}, 0, plain, 0, ""},
+		{"relay plain", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.plainRelay.dialer(nil))}, 0, plain, plainRelay, ""},
+		{"proxy plain", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("plain-bootstrap.bench.test:%d", h.ports[0])), kgo.Dialer(toLoopback(false))}, 1, plain, proxy, ""},
+		{"direct TLS", []kgo.Opt{kgo.SeedBrokers(tlsK.ListenAddrs()...), kgo.DialTLSConfig(&tls.Config{RootCAs: pool})}, 3, tlsK, 0, ""},
+		{"relay TLS-down/plain-up", []kgo.Opt{kgo.SeedBrokers(plain.ListenAddrs()...), kgo.Dialer(h.tlsRelay.dialer(pool))}, 3, plain, tlsRelay, ""},
+		{"proxy TLS-down/plain-up", viaTLS("tls"), 4, plain, proxy, ""},
+		{"proxy TLS + filter chain", viaTLS("chain"), 5, plain, proxy, ""},
+		{"proxy TLS + encryption", viaTLS("enc"), 5, plain, proxy, ""},
+		{"proxy TLS + MultiTenant", viaTLS("mt"), 5, plain, proxy, "mt-"},
 		{"proxy mTLS + authorization", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("authz-bootstrap.bench.test:%d", h.ports[3])),
-			kgo.Dialer(toLoopback(true, *certs.client))}, 5, plain, proxy},
+			kgo.Dialer(toLoopback(true, *certs.client))}, 5, plain, proxy, ""},
 	}
 }
 
@@ -398,8 +402,8 @@ func serveProxy(ctx context.Context, cfgPath string, poll time.Duration) (done <
 }
 
 // writeProxyConfig writes the proxy's configuration: a plain listener (port per broker), a TLS
-// one with three virtual clusters and an mTLS one with the authorization cluster, all to the
-// plain kfake at target.
+// one with four virtual clusters (unfiltered, filter chain, encryption, MultiTenant) and an mTLS
+// one with the authorization cluster, all to the plain kfake at target.
 func writeProxyConfig(dir string, h *hops, certs benchCertFiles, target, keks string) (string, error) {
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
@@ -437,6 +441,12 @@ virtualClusters:
   brokerPattern: authz-broker-$(nodeId).bench.test
   targetBootstrap: %[7]q
   filters: [{name: a, type: Authorization, config: {authorizer: AclAuthorizerService, authorizerConfig: {aclFile: %[12]s}}}]
+- name: mt
+  listener: tls
+  bootstrapHost: mt-bootstrap.bench.test
+  brokerPattern: mt-broker-$(nodeId).bench.test
+  targetBootstrap: %[7]q
+  filters: [{name: t, type: MultiTenant, config: {}}]
 management: {port: %[8]d, bindAddress: 127.0.0.1, metrics: true}
 limits: {maxConnectionsPerSource: 20000, handshakesPerSecond: 5000}
 `, h.ports[0], h.firstBrokerPort, brokers-1, h.ports[1], certs.proxyCert, certs.proxyKey, target, h.ports[2], keks,
@@ -513,7 +523,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 		return res, err
 	}
 	defer prod.Close()
-	if err := spreadTopic(ctx, prod, p.cluster, topic); err != nil {
+	if err := spreadTopic(ctx, prod, p.cluster, p.prefix, topic); err != nil {
 		return res, err
 	}
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // warm up
@@ -566,13 +576,14 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 }
 
 // spreadTopic creates topic with the benchmark's partitions and gives each partition a leader
-// in turn, so that every broker leads as many (kfake picks leaders at random).
-func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, topic string) error {
+// in turn, so that every broker leads as many (kfake picks leaders at random). prefix is what
+// the path's filters put before the name at the broker.
+func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, prefix, topic string) error {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
 		return err
 	}
 	for p := range int32(partitions) {
-		if err := cluster.MoveTopicPartition(topic, p, p%brokers); err != nil {
+		if err := cluster.MoveTopicPartition(prefix+topic, p, p%brokers); err != nil {
 			return err
 		}
 	}

@@ -14,9 +14,14 @@
 //     request is not forwarded, and later filters do not see it), or fail it with a Kafka error
 //     code by answering with an error response. An error returned closes the connection.
 //   - State a filter needs between a request and its response goes in the Exchange.
-//   - A filter that changed nothing and needs nothing of the response says Exchange.Unchanged:
-//     when every filter of the key does, the request is forwarded as read and its response
-//     relayed as if no filter wanted the key (kafka.PassResponse).
+//   - A filter that left a request as it was and needs nothing of its response says so
+//     (Exchange.RequestUnchanged, ResponseNotNeeded): when every filter that saw it does, the
+//     client's frame is forwarded as sent and the response relayed undecoded. MultiTenant's
+//     Produce and Fetch by topic id take this path.
+//   - A filter that acts when a connection starts implements Opener; Conn.ExpireAt ends the
+//     connection between requests (ConnectionExpiration).
+//   - Who the client is (Conn.Subject) comes from its certificate or a SASL filter
+//     (subject.go); EntityIsolation names groups and transactional ids after it.
 //   - Frames of keys no filter wants, and every frame of a virtual cluster without filters, are
 //     never decoded: the hot path stays the byte-copying one.
 //   - A chain lives as long as its virtual cluster's filters, the files they read and the limits
@@ -46,5 +51,7 @@
 // Sub-packages: records (record batches: decode within an allowance, decompress, re-encode),
 // encryption (RecordEncryption), validation (RecordValidation), authorization (Authorization,
 // with the rules of package proxy/acl), saslinspection (SaslInspection), sasltermination
-// (SaslTermination), oauthbearer (OauthBearerValidation), all (registers every filter).
+// (SaslTermination), oauthbearer (OauthBearerValidation), tenant (MultiTenant, EntityIsolation),
+// expiration (ConnectionExpiration), protocollogger (ProtocolLogger), all (registers every
+// filter).
 package filter

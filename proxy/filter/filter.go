@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,10 +45,11 @@ type Exchange struct {
 	// Conn is the client connection the request came on.
 	Conn   *Conn
 	answer kmsg.Response
-	// unchanged counts the filters that said Unchanged.
-	unchanged int
-	state     map[Filter]any
-	names     map[[16]byte]string // the topic ids it names, resolved (TopicName)
+	state  map[Filter]any
+	// unchanged and unneeded count the filters that called RequestUnchanged and
+	// ResponseNotNeeded.
+	unchanged, unneeded int
+	names               map[[16]byte]string // the topic ids it names, resolved (TopicName)
 	// scratch are the pooled buffers filters took with Scratch; filters may fill them from
 	// several goroutines.
 	scratchMu sync.Mutex
@@ -86,14 +88,18 @@ func (x *Exchange) releaseScratch() {
 	x.scratch = nil
 }
 
+// RequestUnchanged says the filter left the request as it was decoded: when every filter that
+// saw it says so, the frame the client sent is forwarded as it is, not re-encoded.
+func (x *Exchange) RequestUnchanged() { x.unchanged++ }
+
+// ResponseNotNeeded says the filter does not need to see the request's response: when every
+// filter that saw the request says so, the response is relayed without being decoded (the data
+// path of Fetch and Produce, at the cost of an unfiltered one), and OnResponse is not called.
+// The request is still re-encoded unless they all called RequestUnchanged too.
+func (x *Exchange) ResponseNotNeeded() { x.unneeded++ }
+
 // Answer makes resp the response to the request, which is then not forwarded.
 func (x *Exchange) Answer(resp kmsg.Response) { x.answer = resp }
-
-// Unchanged tells the chain that the filter changed nothing in the request and needs nothing of
-// its response (an authorization filter that allowed it whole). When every filter of the key
-// says so, the request is forwarded as it was read, not re-encoded, and its response is relayed
-// as the broker sent it: a Produce or Fetch costs the filters only the request's decoding.
-func (x *Exchange) Unchanged() { x.unchanged++ }
 
 // Answered is the filter's answer, or nil when the request is to be forwarded.
 func (x *Exchange) Answered() kmsg.Response { return x.answer }
@@ -198,15 +204,44 @@ type Conn struct {
 	subject Subject   // subject.go
 	gates   connGates // gate.go
 	// onEnd runs when the connection ended (terminate.go).
-	onEnd []func()
-	ended bool
+	onEnd   []func()
+	ended   bool
+	expires time.Time // ExpireAt
 }
 
-// ForConnection is the chain as one connection's relay uses it; the gates that start closed are.
+// Opener is implemented by filters that act when a client connection starts
+// (ConnectionExpiration sets the connection's end).
+type Opener interface{ OnOpen(c *Conn) }
+
+// ForConnection is the chain as one connection's relay uses it: the gates that start closed
+// are, and the filters that are Openers see it first.
 func (c *Chain) ForConnection() *Conn {
 	conn := &Conn{Chain: c}
 	conn.gates.closed.Store(closedAtStart(c.gateFilters))
+	for _, f := range c.filters {
+		if o, ok := f.(Opener); ok {
+			o.OnOpen(conn)
+		}
+	}
 	return conn
+}
+
+// ExpireAt asks the relay to end the connection at t, cleanly: it reads no request after t
+// and closes the connection once the responses in flight are written. The earliest time asked
+// wins.
+func (c *Conn) ExpireAt(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.expires.IsZero() || t.Before(c.expires) {
+		c.expires = t
+	}
+}
+
+// Expires is when the connection is to end (ExpireAt); zero when never.
+func (c *Conn) Expires() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.expires
 }
 
 // State returns what f keeps for this connection, made by init the first time.
@@ -302,17 +337,19 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
 		}
 	}
-	if x.unchanged == len(c.wants[x.Key]) && x.Key != kmsg.ApiVersions.Int16() { // see Unchanged
-		if idsFrom(x.Key) {
-			return frame, nil, nil, nil // the chain still learns topic ids from the response
-		}
-		return frame, nil, kafka.PassResponse, nil
+	n := len(c.wants[x.Key])
+	passResponse := n > 0 && x.unneeded == n && x.Key != kmsg.ApiVersions.Int16() && !idsFrom(x.Key)
+	if passResponse && x.unchanged == n {
+		return frame, nil, kafka.ResponseUnfiltered, nil // nothing to re-encode either
 	}
-	switch r := x.Request.(type) {
-	case *kmsg.FetchRequest:
-		c.capFetch(r)
-	case *kmsg.ShareFetchRequest:
-		c.capShareFetch(r)
+	if !passResponse {
+		// capFetch's limits are for responses the filters take whole.
+		switch r := x.Request.(type) {
+		case *kmsg.FetchRequest:
+			c.capFetch(r)
+		case *kmsg.ShareFetchRequest:
+			c.capShareFetch(r)
+		}
 	}
 	var opts []kmsg.RequestFormatterOpt
 	if x.ClientID != nil {
@@ -325,6 +362,9 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			return nil, nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
 		}
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil, nil
+	}
+	if passResponse {
+		return out, nil, kafka.ResponseUnfiltered, nil
 	}
 	x.Request = emptyRequest(x.Key, x.Version) // see Exchange.Request
 	x.Allowance, x.answer = nil, nil

@@ -146,3 +146,35 @@ func TestObservedResponseOverLimit(t *testing.T) {
 		}
 	}
 }
+
+// passResponse is a Filters stand-in whose requests need no filtered response.
+type passResponse struct{ wantAll }
+
+func (passResponse) Request(frame []byte) ([]byte, []byte, any, error) {
+	return frame, nil, ResponseUnfiltered, nil
+}
+
+// TestResponseUnfiltered: a request whose filters need no response queues it unfiltered (the
+// response side streams and splices it as any other), and the request is forwarded as it came.
+func TestResponseUnfiltered(t *testing.T) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	frame := kmsg.NewRequestFormatter().AppendRequest(nil, req, 3)
+	for name, tc := range map[string]struct {
+		filters  Filters
+		filtered bool
+	}{
+		"filters that need the response": {filters: wantAll{max: 1 << 20}, filtered: true},
+		"filters that do not":            {filters: passResponse{wantAll{max: 1 << 20}}, filtered: false},
+	} {
+		pending := make(chan Pending, 4)
+		var out bytes.Buffer
+		err := CopyRequests(bytes.NewReader(frame), &out, pending, RelayOptions{MaxFrame: 1 << 20, Filters: tc.filters})
+		if !errors.Is(err, io.EOF) || !bytes.Equal(out.Bytes(), frame) {
+			t.Errorf("%s: %v, forwarded %x", name, err, out.Bytes())
+		}
+		p := <-pending
+		if p.Filtered != tc.filtered || p.State == ResponseUnfiltered {
+			t.Errorf("%s: queued Filtered %v State %v, want Filtered %v", name, p.Filtered, p.State, tc.filtered)
+		}
+	}
+}

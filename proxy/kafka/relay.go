@@ -41,16 +41,17 @@ type Filters interface {
 	// the filters only read the response: one larger than MaxFrame is relayed without them.
 	// PassResponse says they need nothing of it: it is relayed as if they did not want the key.
 	Request(frame []byte) (forward, answer []byte, state any, err error)
-	// Response filters the response frame of a request that went through Request.
+	// Response filters the response frame of a request that went through Request, unless
+	// Request's state was ResponseUnfiltered.
 	Response(key, version int16, frame []byte, state any) ([]byte, error)
 	// MaxFrame is the largest frame (size excluded) the filters take: a larger request of a key
 	// they want closes the connection before it is read.
 	MaxFrame() int32
 }
 
-// PassResponse is the state Filters.Request returns for a request whose response the filters
-// do not need (they let the request through as it was read).
-var PassResponse any = &struct{ _ byte }{}
+// ResponseUnfiltered is the state Filters.Request returns when no filter needs the request's
+// response: it is relayed like an unfiltered one (streamed, spliced, addresses rewritten).
+var ResponseUnfiltered any = &struct{ responseUnfiltered bool }{}
 
 // Stats receives per-frame counts; it is called from the relay goroutines, on every frame, so
 // implementations must be cheap (observe.go).
@@ -278,8 +279,10 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		return nil
 	}
 	if respond {
-		if state != PassResponse {
-			p.Filtered, p.State = true, state
+		// ResponseUnfiltered: no filter needs the response, which is relayed as any other.
+		p.Filtered = state != ResponseUnfiltered
+		if p.Filtered {
+			p.State = state
 		}
 		r.pending <- p
 	}

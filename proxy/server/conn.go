@@ -28,6 +28,10 @@ const maxPending = 1024
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")
 
+// errExpired ends the request side of a connection a filter gave an expiry
+// (ConnectionExpiration); the responses in flight are still written.
+var errExpired = errors.New("connection expired")
+
 // proxyConn is one relayed client connection.
 type proxyConn struct {
 	client, upstream net.Conn
@@ -37,6 +41,13 @@ type proxyConn struct {
 	// it ends the connection.
 	filters *filter.Chain
 
+	// expires is when a filter asked the connection to end (filter.Conn.ExpireAt); nil without
+	// filters.
+	expires func() time.Time
+	// atBoundary is set while the request side waits for a request's first bytes: a read
+	// deadline that fires then interrupts no request.
+	atBoundary atomic.Bool
+
 	mu          sync.Mutex
 	draining    bool
 	idle        time.Duration
@@ -44,7 +55,8 @@ type proxyConn struct {
 }
 
 // beforeRead refreshes the idle deadline before the proxy waits for the next request, and
-// stops reading requests once the proxy drains.
+// stops reading requests once the proxy drains or the connection's expiry (ConnectionExpiration)
+// has passed. The deadline is never later than the expiry, so an idle connection ends then too.
 func (pc *proxyConn) beforeRead() error {
 	if h := panicHook.Load(); h != nil {
 		(*h)("requests")
@@ -54,12 +66,52 @@ func (pc *proxyConn) beforeRead() error {
 	if pc.draining {
 		return errDraining
 	}
+	now := time.Now()
+	expires := pc.expiry()
+	if !expires.IsZero() && !now.Before(expires) {
+		return errExpired
+	}
+	pc.atBoundary.Store(true)
 	// Refreshing on every frame would cost a timer update per request; once a second is enough.
-	if now := time.Now(); now.Sub(pc.lastRefresh) > time.Second {
+	if now.Sub(pc.lastRefresh) > time.Second {
 		pc.lastRefresh = now
-		return pc.client.SetReadDeadline(now.Add(pc.idle))
+		deadline := now.Add(pc.idle)
+		if !expires.IsZero() && expires.Before(deadline) {
+			deadline = expires
+		}
+		return pc.client.SetReadDeadline(deadline)
 	}
 	return nil
+}
+
+// expiry is when the connection is to end; zero when never.
+func (pc *proxyConn) expiry() time.Time {
+	if pc.expires == nil {
+		return time.Time{}
+	}
+	return pc.expires()
+}
+
+// expiredBetweenRequests reports whether the request side's read failed because the
+// connection's expiry came while it waited for a request: nothing was cut short.
+func (pc *proxyConn) expiredBetweenRequests(err error) bool {
+	var ne net.Error
+	e := pc.expiry()
+	return pc.atBoundary.Load() && errors.As(err, &ne) && ne.Timeout() && !e.IsZero() && !time.Now().Before(e)
+}
+
+// boundaryReader clears its connection's atBoundary once a request's bytes arrive.
+type boundaryReader struct {
+	r  io.Reader
+	pc *proxyConn
+}
+
+func (b boundaryReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.pc.atBoundary.Store(false)
+	}
+	return n, err
 }
 
 // drain stops the request side at the next frame boundary; responses in flight still flow.
@@ -276,12 +328,16 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 // relay runs a routed connection's two sides until either ends: requests on their own goroutine
 // (connRelay.requests), responses on this one.
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
+	fc := connectionFilters(route, pc.client)
+	if fc != nil {
+		pc.expires = fc.Expires
+		defer fc.End()
+	}
 	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration,
 		pending: make(chan kafka.Pending, maxPending),
 		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name)}}
-	if fc := connectionFilters(route, pc.client); fc != nil {
-		r.opts.Filters = fc
-		defer fc.End()
+	if fc != nil {
+		r.opts.Filters = fc // a nil *filter.Conn would be a non-nil interface
 	}
 	reqDone := make(chan error, 1)
 	go r.requests(first, reqDone)
@@ -312,16 +368,22 @@ func (r *connRelay) requests(first []byte, done chan<- error) {
 			done <- fmt.Errorf("request side panicked: %v", p)
 		}
 	}()
-	client := &prefixReader{prefix: first, r: r.cc}
+	client := &prefixReader{prefix: first, r: boundaryReader{r: r.cc, pc: r.pc}}
 	opts := r.opts
 	opts.BeforeRead = r.pc.beforeRead
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
 	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
-	if r.pc.isDraining() {
+	switch {
+	case r.pc.isDraining():
 		// The drain's deadline interrupted the read: let responses in flight finish.
 		err = errDraining
+	case r.pc.expiredBetweenRequests(err):
+		err = errExpired
 	}
-	if !errors.Is(err, errDraining) && !errors.Is(err, io.EOF) {
+	if errors.Is(err, errExpired) {
+		r.logger.V(2).Info("Connection expired: no more requests read; closing once the responses in flight are written")
+	}
+	if !errors.Is(err, errDraining) && !errors.Is(err, errExpired) && !errors.Is(err, io.EOF) {
 		r.pc.closeNow()
 	}
 	done <- err

@@ -9,9 +9,12 @@ import (
 	// Each filter registers itself in init.
 	_ "github.com/kafkalink/kafkalink/proxy/filter/authorization"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/encryption"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/expiration"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/oauthbearer"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/protocollogger"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/sasltermination"
+	_ "github.com/kafkalink/kafkalink/proxy/filter/tenant"
 	_ "github.com/kafkalink/kafkalink/proxy/filter/validation"
 )
 

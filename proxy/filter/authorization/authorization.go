@@ -146,7 +146,8 @@ func (a *authorizer) OnRequest(_ context.Context, x *filter.Exchange) error {
 		}
 		x.Answer(resp)
 	case merge == nil:
-		x.Unchanged()
+		x.RequestUnchanged()
+		x.ResponseNotNeeded()
 	default:
 		x.Set(a, inFlight{merge, v})
 	}

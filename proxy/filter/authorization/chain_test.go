@@ -119,12 +119,12 @@ func TestProducePartlyDenied(t *testing.T) {
 }
 
 // TestProduceAllowedPassesAsRead: a Produce allowed whole is forwarded as the very frame read,
-// and its response is relayed without the filters (kafka.PassResponse).
+// and its response is relayed without the filters (kafka.ResponseUnfiltered).
 func TestProduceAllowedPassesAsRead(t *testing.T) {
 	conn := connFor(t, ordersRules, "CN=alice")
 	frame := frameOf(produceOf("orders-1", "orders-2"), 9)
 	forward, answer, state, err := conn.Request(frame)
-	if err != nil || answer != nil || state != kafka.PassResponse || &forward[0] != &frame[0] {
+	if err != nil || answer != nil || state != kafka.ResponseUnfiltered || &forward[0] != &frame[0] {
 		t.Fatalf("answer %v state %v err %v same frame %v", answer != nil, state, err, &forward[0] == &frame[0])
 	}
 }
@@ -274,7 +274,7 @@ func BenchmarkProduceAllowed(b *testing.B) {
 	frame := frameOf(req, 9)
 	b.SetBytes(int64(len(frame)))
 	for b.Loop() {
-		if _, _, state, err := conn.Request(frame); err != nil || state != kafka.PassResponse {
+		if _, _, state, err := conn.Request(frame); err != nil || state != kafka.ResponseUnfiltered {
 			b.Fatal(err)
 		}
 	}
