@@ -39,7 +39,7 @@ type Filters interface {
 	// Request filters a request frame: it returns the frame to forward, or an answer frame to
 	// send the client instead, and a state its response is filtered with. A nil state says
 	// the filters only read the response: one larger than MaxFrame is relayed without them.
-	// PassResponse says they need nothing of it: it is relayed as if they did not want the key.
+	// ResponseUnfiltered says they need nothing of it: it is relayed as if they did not want the key.
 	Request(frame []byte) (forward, answer []byte, state any, err error)
 	// Response filters the response frame of a request that went through Request, unless
 	// Request's state was ResponseUnfiltered.
