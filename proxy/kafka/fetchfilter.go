@@ -1,8 +1,10 @@
 package kafka
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -204,13 +206,35 @@ func (s *fetchStream) capture(buf *[]byte, walk func()) {
 type frameWriter []byte
 
 func (f *frameWriter) Write(b []byte) (int, error) {
-	if len(*f)+len(b) > cap(*f) {
-		grown := append(GetFrame(2*(len(*f)+len(b))), *f...)
+	f.grow(len(b))
+	*f = append(*f, b...)
+	return len(b), nil
+}
+
+// readFrom appends exactly n bytes read from src (io.EOF when it ends first), straight into the
+// frame: a record set is copied once, from the connection. The walker has checked n against
+// what is left of a frame the filters take.
+func (f *frameWriter) readFrom(src *bufio.Reader, n int64) error {
+	f.grow(int(n))
+	start := len(*f)
+	*f = (*f)[:start+int(n)]
+	if _, err := io.ReadFull(src, (*f)[start:]); err != nil {
+		*f = (*f)[:start]
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return err
+	}
+	return nil
+}
+
+// grow makes room for n more bytes, moving to a pooled class at least twice the size needed.
+func (f *frameWriter) grow(n int) {
+	if len(*f)+n > cap(*f) {
+		grown := append(GetFrame(2*(len(*f)+n)), *f...)
 		PutFrame(*f)
 		*f = grown
 	}
-	*f = append(*f, b...)
-	return len(b), nil
 }
 
 func (s *fetchStream) write(b []byte) {

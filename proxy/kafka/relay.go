@@ -382,6 +382,9 @@ var passPool = sync.Pool{New: func() any { b := make([]byte, passChunk); return 
 // flush; large ones bypass both buffers (bufio reads into and writes from a caller's slice
 // directly when it is at least as large as the buffer and the buffer is empty).
 func passThrough(dst io.Writer, src *bufio.Reader, n int64) error {
+	if f, ok := dst.(*frameWriter); ok {
+		return f.readFrom(src, n) // a streamed Fetch partition captured: read straight into it
+	}
 	if n <= int64(src.Buffered()) {
 		// Already in src's buffer, as the small fields of a streamed Fetch nearly always are:
 		// no chunk, and nothing allocated.
