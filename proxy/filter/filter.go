@@ -311,39 +311,61 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	x.Conn, x.Allowance = c, a
 	if gated {
-		x.Conn, x.Allowance = c, a
-		answered, err := c.runGates(x)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if answered {
-			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil, nil
-		}
-		if !c.Chain.Wants(x.Key) || c.observesOnly(frame) {
-			return frame, nil, nil, nil // only the gates wanted it
+		if pass, answer, err := c.gate(x, frame); pass || answer != nil || err != nil {
+			if pass {
+				return frame, nil, nil, nil // only the gates wanted it
+			}
+			return nil, answer, nil, err
 		}
 	}
 	if resp := c.resolveRequest(x); resp != nil {
 		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, resp, 0), nil, nil
 	}
-	x.Conn, x.Allowance = c, a
 	defer x.releaseScratch()
+	if answer, err := c.runFilters(x); answer != nil || err != nil {
+		return nil, answer, nil, err
+	}
+	return c.forward(x, frame)
+}
+
+// gate runs the gates of a connection that has not authenticated: the answer frame of one that
+// answered, or pass when only the gates wanted the request (it goes on as read).
+func (c *Conn) gate(x *Exchange, frame []byte) (pass bool, answer []byte, err error) {
+	answered, err := c.runGates(x)
+	switch {
+	case err != nil:
+		return false, nil, err
+	case answered:
+		return false, encodeResponse(x.CorrelationID, x.Key, x.Version, x.answer, 0), nil
+	}
+	return !c.Chain.Wants(x.Key) || c.observesOnly(frame), nil, nil
+}
+
+// runFilters runs the filters that want the request's key, in route order, until one answers
+// it: its answer frame.
+func (c *Conn) runFilters(x *Exchange) ([]byte, error) {
 	for _, f := range c.wants[x.Key] {
 		if err := f.OnRequest(c.ctx, x); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		if x.answer != nil {
-			return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil, nil
+			return encodeResponse(x.CorrelationID, x.Key, x.Version, x.withTopicIDs(x.answer), 0), nil
 		}
 	}
+	return nil, nil
+}
+
+// forward is the frame to send the broker for a request the filters let through (the frame
+// read when they all left it unchanged), and the state its response is filtered with.
+func (c *Conn) forward(x *Exchange, frame []byte) (forward, answer []byte, state any, err error) {
 	n := len(c.wants[x.Key])
 	passResponse := n > 0 && x.unneeded == n && x.Key != kmsg.ApiVersions.Int16() && !idsFrom(x.Key)
 	if passResponse && x.unchanged == n {
 		return frame, nil, kafka.ResponseUnfiltered, nil // nothing to re-encode either
 	}
-	if !passResponse {
-		// capFetch's limits are for responses the filters take whole.
+	if !passResponse { // capFetch's limits are for responses the filters take whole
 		switch r := x.Request.(type) {
 		case *kmsg.FetchRequest:
 			c.capFetch(r)
@@ -351,17 +373,9 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 			c.capShareFetch(r)
 		}
 	}
-	var opts []kmsg.RequestFormatterOpt
-	if x.ClientID != nil {
-		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
-	}
-	out := frameBuffer(len(frame) + len(frame)/8) // room for what filters add; the relay gives it back
-	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
-	if len(out) > c.lim.MaxFrame {
-		if x.Key != kmsg.Produce.Int16() {
-			return nil, nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
-		}
-		return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil, nil
+	out, answer, err := c.encodeRequest(x, len(frame))
+	if out == nil {
+		return nil, answer, nil, err
 	}
 	if passResponse {
 		return out, nil, kafka.ResponseUnfiltered, nil
@@ -369,6 +383,26 @@ func (c *Conn) Request(frame []byte) (forward, answer []byte, state any, err err
 	x.Request = emptyRequest(x.Key, x.Version) // see Exchange.Request
 	x.Allowance, x.answer = nil, nil
 	return out, nil, x, nil
+}
+
+// encodeRequest re-encodes a request the filters may have changed (read as size bytes) into a
+// pooled frame the relay gives back; one the filters made too large is refused: a Produce with
+// MESSAGE_TOO_LARGE (answer), any other by closing the connection.
+func (c *Conn) encodeRequest(x *Exchange, size int) (out, answer []byte, err error) {
+	var opts []kmsg.RequestFormatterOpt
+	if x.ClientID != nil {
+		opts = append(opts, kmsg.FormatterClientID(*x.ClientID))
+	}
+	out = frameBuffer(size + size/8) // room for what filters add
+	out = kmsg.NewRequestFormatter(opts...).AppendRequest(out, x.Request, x.CorrelationID)
+	if len(out) <= c.lim.MaxFrame {
+		return out, nil, nil
+	}
+	kafka.PutFrame(out)
+	if x.Key != kmsg.Produce.Int16() {
+		return nil, nil, fmt.Errorf("%w: the filters made a %s request of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(x.Key), len(out), c.lim.MaxFrame)
+	}
+	return nil, encodeResponse(x.CorrelationID, x.Key, x.Version, errorResponse(x.Request, kerr.MessageTooLarge.Code), 0), nil
 }
 
 // capFetch lowers a Fetch's size limits so that its response fits the frames the filters take,

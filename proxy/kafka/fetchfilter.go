@@ -69,21 +69,29 @@ type partitionJob struct {
 	done    chan struct{}
 }
 
+// streamed is what streaming one filtered Fetch response did: the addresses it rewrote, whether
+// it dropped NodeEndpoints, and the padding it sent.
+type streamed struct {
+	rewrote int
+	dropped bool
+	padding int64
+}
+
 // streamFilteredFetch streams one Fetch response frame of version 12 or later (total bytes, size
 // included) from mv.src to mv.dst through filter, rewriting v16+ NodeEndpoints with m as
 // streamFetch does.
-func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, filter PartitionFilter) (n int, dropped bool, err error) {
+func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, filter PartitionFilter) (streamed, error) {
 	if version < 12 || version > MaxVersion(kmsg.Fetch.Int16()) || total < 8 {
-		return 0, false, malformed("a filtered Fetch stream needs a flexible Fetch version, got v%d", version)
+		return streamed{}, malformed("a filtered Fetch stream needs a flexible Fetch version, got v%d", version)
 	}
 	slack := fetchSlack(total)
 	hdr := make([]byte, 8)
 	if _, err := io.ReadFull(mv.src, hdr); err != nil {
-		return 0, false, err
+		return streamed{}, err
 	}
 	binary.BigEndian.PutUint32(hdr, uint32(total-4+slack))
 	if _, err := mv.dst.Write(hdr); err != nil {
-		return 0, false, err
+		return streamed{}, err
 	}
 	s := &fetchStream{w: &walker{mv: mover{src: mv.src, dst: mv.dst}, left: total - 8}, version: version, filter: filter, room: slack - minPadding,
 		corr: int32(binary.BigEndian.Uint32(hdr[4:]))}
@@ -92,9 +100,10 @@ func streamFilteredFetch(mv mover, version int16, total int64, m AddressMap, fil
 	s.w.advance(4 + 2 + 4)
 	array(s.w, s.nextTopic)
 	if s.w.err != nil {
-		return 0, false, s.w.err
+		return streamed{}, s.w.err
 	}
-	return s.finish(m)
+	n, dropped, err := s.finish(m)
+	return streamed{rewrote: n, dropped: dropped, padding: s.room + minPadding}, err
 }
 
 // nextTopic streams one topic: its key as it is, each partition filtered.

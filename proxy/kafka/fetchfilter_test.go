@@ -102,7 +102,8 @@ func TestStreamFilteredFetch(t *testing.T) {
 				sent := multiPartitionFetch(v, brokers)
 				in := sized(frameResponse(sent))
 				var out bytes.Buffer
-				_, dropped, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(in), 16), dst: &out}, v, int64(len(in)), testMap, recordsFilter(t, v, tc.records))
+				st, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(in), 16), dst: &out}, v, int64(len(in)), testMap, recordsFilter(t, v, tc.records))
+				dropped := st.dropped
 				if err != nil {
 					t.Fatalf("v%d: %v", v, err)
 				}
@@ -195,7 +196,7 @@ func TestStreamFilteredFetchFails(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var out bytes.Buffer
-			_, _, err := streamFilteredFetch(mover{src: bufio.NewReader(bytes.NewReader(tc.in)), dst: &out}, v, int64(len(good)), testMap, tc.filter)
+			_, err := streamFilteredFetch(mover{src: bufio.NewReader(bytes.NewReader(tc.in)), dst: &out}, v, int64(len(good)), testMap, tc.filter)
 			if err == nil {
 				t.Fatal("the stream ended without an error")
 			}
@@ -215,9 +216,65 @@ func FuzzStreamFilteredFetch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
 		var out bytes.Buffer
 		same := func(frame []byte) ([]byte, func(), error) { return frame, nil, nil }
-		_, _, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(frame), 16), dst: &out}, version, int64(len(frame)), testMap, same)
+		_, err := streamFilteredFetch(mover{src: bufio.NewReaderSize(bytes.NewReader(frame), 16), dst: &out}, version, int64(len(frame)), testMap, same)
 		if err == nil && int64(out.Len()) != int64(len(frame))+fetchSlack(int64(len(frame))) {
 			t.Fatalf("%d bytes out for a %d-byte frame announced %d", out.Len(), len(frame), int64(len(frame))+fetchSlack(int64(len(frame))))
 		}
 	})
+}
+
+// shrinking is a Filters stand-in that streams Fetch responses and keeps only each partition's
+// first batch, counting what it filtered each way.
+type shrinking struct {
+	wantAll
+	streamed, whole int
+}
+
+func (s *shrinking) FetchPartitions(version int16, _ any) PartitionFilter {
+	s.streamed++
+	return func(frame []byte) ([]byte, func(), error) {
+		r := kmsg.NewPtrFetchResponse()
+		r.SetVersion(version)
+		if err := r.ReadFrom(frame[9:]); err != nil {
+			return nil, nil, err
+		}
+		p := &r.Topics[0].Partitions[0]
+		p.RecordBatches = p.RecordBatches[:64<<10]
+		return sized(frameResponse(r)), nil, nil
+	}
+}
+
+func (s *shrinking) Response(_, _ int16, frame []byte, _ any) ([]byte, error) {
+	s.whole++
+	return frame, nil
+}
+
+// TestShrunkFetchesGoWhole: a streamed response the filters shrank by megabytes is padded up to
+// the size announced (a padding tag whose length takes four bytes), and the connection's next
+// large Fetch responses are filtered whole rather than padded again.
+func TestShrunkFetchesGoWhole(t *testing.T) {
+	const v = 16
+	r := multiPartitionFetch(v, nil)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].RecordBatches = testBatches(512, 1024) // 512 KiB each, 3 MiB in all
+		}
+	}
+	frame := sized(frameResponse(r))
+	pending := make(chan Pending, 2)
+	for range 2 {
+		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+	}
+	close(pending)
+	f := &shrinking{wantAll: wantAll{max: 8 << 20}}
+	var out bytes.Buffer
+	err := CopyResponses(bytes.NewReader(append(slices.Clone(frame), frame...)), &out, pending, RelayOptions{MaxFrame: 8 << 20, Filters: f})
+	if err != nil || f.streamed != 1 || f.whole != 1 {
+		t.Fatalf("%v: streamed %d, whole %d; want one of each", err, f.streamed, f.whole)
+	}
+	first := out.Bytes()[:4+binary.BigEndian.Uint32(out.Bytes())]
+	got := decodeFetch(t, v, first)
+	if len(first) != len(frame)+int(fetchSlack(int64(len(frame)))) || len(got.Topics[2].Partitions[1].RecordBatches) != 64<<10 {
+		t.Fatalf("the streamed response is %d bytes (want %d) with %d bytes of records in its last partition", len(first), len(frame)+int(fetchSlack(int64(len(frame)))), len(got.Topics[2].Partitions[1].RecordBatches))
+	}
 }

@@ -446,6 +446,9 @@ type responseRelay struct {
 	out   *lazyWriter
 	clock responseClock
 	opts  RelayOptions
+	// wholeFetches: the filters shrank the last Fetch response streamed so much that padding it
+	// costs more than holding the next ones whole (partitionFilter).
+	wholeFetches bool
 }
 
 // nextPending takes the next Pending; when none is queued yet, it first sends what was written
@@ -528,9 +531,12 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 		}
 		return malformed("%s response of %d bytes for the filters, over limits.maxFilteredFrameBytes (%d)", kmsg.NameForKey(p.Key), total-4, filters.MaxFrame())
 	}
-	if pf := partitionFilter(filters, p, total); pf != nil {
-		n, dropped, err := streamFilteredFetch(mover{src: src, dst: dst}, p.Version, total, r.opts.Addresses, pf)
-		r.countRewrites(p.Key, n, dropped)
+	if pf := r.partitionFilter(filters, p, total); pf != nil {
+		st, err := streamFilteredFetch(mover{src: src, dst: dst}, p.Version, total, r.opts.Addresses, pf)
+		r.countRewrites(p.Key, st.rewrote, st.dropped)
+		// Decryption that re-compresses shrinks a response a lot, and a streamed one is made up
+		// by padding: this connection's large Fetch responses are then filtered whole.
+		r.wholeFetches = st.padding > total/8
 		return err
 	}
 	read, err := readFrame(src, total)
@@ -577,10 +583,11 @@ func (r *responseRelay) countRewrites(key int16, n int, dropped bool) {
 
 // partitionFilter is the filters' partition filter for the response to p, when they stream it:
 // a Fetch response as large as those streamed unfiltered (smaller ones are filtered whole, and
-// their NodeEndpoints rewritten exactly).
-func partitionFilter(filters Filters, p Pending, total int64) PartitionFilter {
+// their NodeEndpoints rewritten exactly), unless the last one streamed shrank by more than an
+// eighth.
+func (r *responseRelay) partitionFilter(filters Filters, p Pending, total int64) PartitionFilter {
 	fs, ok := filters.(FetchStreamer)
-	if !ok || p.Key != kmsg.Fetch.Int16() || p.State == nil || total <= FetchBufferLimit {
+	if !ok || r.wholeFetches || p.Key != kmsg.Fetch.Int16() || p.State == nil || total <= FetchBufferLimit {
 		return nil
 	}
 	return fs.FetchPartitions(p.Version, p.State)

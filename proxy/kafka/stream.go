@@ -329,7 +329,7 @@ func padTo(tags []tag, size int) ([]byte, bool) {
 		key = maxKey + 1
 	}
 	need := size - uvarintLen(uint64(len(tags)+1)) - body - uvarintLen(key)
-	for sl := 1; sl <= 3; sl++ {
+	for sl := 1; sl <= binary.MaxVarintLen32; sl++ {
 		c := need - sl
 		if c >= 0 && uvarintLen(uint64(c)) == sl {
 			out := binary.AppendUvarint(make([]byte, 0, size), uint64(len(tags)+1))
