@@ -712,6 +712,7 @@ var errMalformedValue = errors.New("encrypted value not in the record encryption
 type openedDEK struct {
 	kekID, edek []byte
 	aead        cipher.AEAD
+	aad         []byte // the topic's, made once
 }
 
 // decryptRecord decrypts an encrypted record's value in place and reports whether it did. A
@@ -745,12 +746,12 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 		if err != nil {
 			return false, err
 		}
-		*last = openedDEK{kekID: kekID, edek: edek, aead: aead}
+		*last = openedDEK{kekID: kekID, edek: edek, aead: aead, aad: aad(topic)}
 	}
 	aead := last.aead
 	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
 	ct := v[aead.NonceSize():]
-	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, aad(topic))
+	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, last.aad)
 	if err != nil {
 		return false, fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
 	}
