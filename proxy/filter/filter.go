@@ -529,18 +529,7 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	resp := req.ResponseKind()
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
-		pr := resp.(*kmsg.ProduceResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			pr.Topics = append(pr.Topics, rt)
-		}
+		FailProduce(resp.(*kmsg.ProduceResponse), r.Topics, code)
 	case *kmsg.FetchRequest:
 		resp.(*kmsg.FetchResponse).ErrorCode = code
 	}

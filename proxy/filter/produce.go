@@ -39,3 +39,19 @@ func (r Refusals) AddTo(resp *kmsg.ProduceResponse) {
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, parts...)
 	}
 }
+
+// FailProduce adds to a Produce response every partition of topics (a request's), failed with
+// code, as a broker answers a partition it did not write.
+func FailProduce(resp *kmsg.ProduceResponse, topics []kmsg.ProduceRequestTopic, code int16) {
+	for _, t := range topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+}

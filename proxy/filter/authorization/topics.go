@@ -56,18 +56,7 @@ func produce(x *filter.Exchange, v *acl.View) (pending, bool) {
 
 func produceErrors(denied []kmsg.ProduceRequestTopic, code int16) pending {
 	return func(resp kmsg.Response, _ *acl.View) {
-		pr := resp.(*kmsg.ProduceResponse)
-		for _, t := range denied {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, code
-				rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			pr.Topics = append(pr.Topics, rt)
-		}
+		filter.FailProduce(resp.(*kmsg.ProduceResponse), denied, code)
 	}
 }
 

@@ -177,17 +177,7 @@ func (n namer) dataPath(x *filter.Exchange) {
 // produceError answers every partition of a Produce with code.
 func produceError(r *kmsg.ProduceRequest, code int16) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
-	for _, t := range r.Topics {
-		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code
-			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
+	filter.FailProduce(resp, r.Topics, code)
 	return resp
 }
 
