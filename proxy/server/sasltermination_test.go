@@ -24,7 +24,7 @@ import (
 
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
-	"github.com/kafkalink/kafkalink/proxy/sasl"
+	"github.com/kafkalink/kafkalink/proxy/filter/sasltermination/termtest"
 )
 
 // terminatingProxy is a proxy whose virtual cluster a terminates SCRAM-SHA-512 in front of a
@@ -54,17 +54,7 @@ func saslTerminationFilter(store, extra string) string {
 // writeScramStore writes a credential store of users (name to password) for SCRAM-SHA-512.
 func writeScramStore(t testing.TB, path string, users map[string]string) {
 	t.Helper()
-	st := sasl.NewCredentialStore()
-	for u, p := range users {
-		c, err := sasl.NewScramCredential(sasl.ScramSHA512, []byte(p), sasl.NewSalt(), sasl.MinIterations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Set(u, sasl.ScramSHA512, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := st.Marshal()
+	b, err := termtest.Store(users)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,23 +20,14 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	"github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
 	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
+	"github.com/kafkalink/kafkalink/proxy/filter/sasltermination/termtest"
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
 // storeFile writes a SCRAM-SHA-512 store of users (name to password) and returns its path.
 func storeFile(t testing.TB, users map[string]string) string {
 	t.Helper()
-	st := sasl.NewCredentialStore()
-	for u, p := range users {
-		c, err := sasl.NewScramCredential(sasl.ScramSHA512, []byte(p), sasl.NewSalt(), sasl.MinIterations)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Set(u, sasl.ScramSHA512, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b, err := st.Marshal()
+	b, err := termtest.Store(users)
 	if err != nil {
 		t.Fatal(err)
 	}

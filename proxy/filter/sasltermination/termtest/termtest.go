@@ -1,6 +1,7 @@
-// Package termtest helps benchmarks of SaslTermination: a SCRAM-SHA-512 client that salts its
-// password once, so that a handshake measures the proxy's side, and a whole client handshake
-// (ApiVersions, SaslHandshake, two SaslAuthenticate rounds) over any request function.
+// Package termtest helps tests and benchmarks of SaslTermination: credential stores (Store), a
+// SCRAM-SHA-512 client that salts its password once, so that a handshake measures the proxy's
+// side, and a whole client handshake (ApiVersions, SaslHandshake, two SaslAuthenticate rounds)
+// over any request function.
 package termtest
 
 import (
@@ -14,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
 // ScramClient is a SCRAM-SHA-512 client that keeps its SaltedPassword, as RFC 5802 allows a
@@ -122,4 +125,20 @@ func authenticate(rt RoundTrip, msg []byte) ([]byte, error) {
 		return nil, fmt.Errorf("error %d", r.ErrorCode)
 	}
 	return r.SASLAuthBytes, nil
+}
+
+// Store is a SCRAM-SHA-512 credential store (the ScramCredentialFile format) of users, name to
+// password, salted with the fewest iterations allowed so tests stay fast.
+func Store(users map[string]string) ([]byte, error) {
+	st := sasl.NewCredentialStore()
+	for u, p := range users {
+		c, err := sasl.NewScramCredential(sasl.ScramSHA512, []byte(p), sasl.NewSalt(), sasl.MinIterations)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Set(u, sasl.ScramSHA512, c); err != nil {
+			return nil, err
+		}
+	}
+	return st.Marshal()
 }
