@@ -22,9 +22,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kafkalink/kafkalink/proxy/filter/sasltermination/termtest"
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
-	"github.com/kafkalink/kafkalink/proxy/filter/sasltermination/termtest"
 )
 
 // terminatingProxy is a proxy whose virtual cluster a terminates SCRAM-SHA-512 in front of a

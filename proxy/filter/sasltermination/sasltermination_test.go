@@ -19,8 +19,8 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/filter"
 	"github.com/kafkalink/kafkalink/proxy/filter/saslinspection"
-	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
 	"github.com/kafkalink/kafkalink/proxy/filter/sasltermination/termtest"
+	"github.com/kafkalink/kafkalink/proxy/oauth/oauthtest"
 	"github.com/kafkalink/kafkalink/proxy/sasl"
 )
 
