@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and the demo need beyond Go: Debian's kcat (a real librdkafka client),
 # iproute2 (network namespaces give kcat its own hosts file), gcc (the race detector of
-# `make test-unit` needs cgo, and so does Ory Hydra's SQLite store in the OAUTHBEARER tests) and openssl (a TLS client that offers one TLS 1.3 cipher suite).
+# `make test-unit` needs cgo, and so does Ory Hydra's SQLite store in the OAUTHBEARER tests)
+# and openssl (a TLS client that offers one TLS 1.3 cipher suite).
 # Go modules come from the module proxy on first use.
 set -euo pipefail
 need=()
