@@ -444,10 +444,21 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 		c.learn(key, version, frame)
 		return frame, nil
 	}
+	return c.response(x, key, version, frame, kafka.DecodeBounded)
+}
+
+// decoder runs kmsg's decoding of a frame: kafka.DecodeBounded, or decodeInline for a frame
+// whose tagged-field counts were checked against its length already.
+type decoder func(frame []byte, read func([]byte) error) error
+
+func decodeInline(frame []byte, read func([]byte) error) error { return read(frame) }
+
+// response is Response for the exchange of a request the filters saw.
+func (c *Conn) response(x *Exchange, key, version int16, frame []byte, decode decoder) ([]byte, error) {
 	if len(frame) > c.lim.MaxFrame {
 		return nil, fmt.Errorf("%w: a %s response of %d bytes, over limits.maxFilteredFrameBytes (%d)", errTooLarge, kmsg.NameForKey(key), len(frame), c.lim.MaxFrame)
 	}
-	resp, err := decodeResponse(x, key, version, frame)
+	resp, err := decodeResponse(x, key, version, frame, decode)
 	if err != nil {
 		return nil, err
 	}
@@ -476,8 +487,10 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 	return out, nil
 }
 
-// decodeResponse reads a response frame (size included) of the request x.
-func decodeResponse(x *Exchange, key, version int16, frame []byte) (kmsg.Response, error) {
+// decodeResponse reads a response frame (size included) of the request x. kmsg's loop over a
+// tagged-field count runs on after the bytes end (proxy/kafka/decode.go), so a broker's corrupt
+// count is decoded within decode's bounds.
+func decodeResponse(x *Exchange, key, version int16, frame []byte, decode decoder) (kmsg.Response, error) {
 	resp := x.Request.ResponseKind()
 	resp.SetVersion(version)
 	if len(frame) < 8 {
@@ -491,7 +504,7 @@ func decodeResponse(x *Exchange, key, version int16, frame []byte) (kmsg.Respons
 		}
 		body = body[n:]
 	}
-	if err := resp.ReadFrom(body); err != nil {
+	if err := decode(body, resp.ReadFrom); err != nil {
 		return nil, fmt.Errorf("%w: %s response: %w", errMalformed, kmsg.NameForKey(key), err)
 	}
 	return resp, nil
@@ -690,7 +703,8 @@ func (c *Conn) FetchPartitions(version int16, state any) kafka.PartitionFilter {
 		}
 	}
 	return func(frame []byte) ([]byte, func(), error) {
-		out, err := c.Response(x.Key, version, frame, x.forPartition())
+		// The stream walked the partition, every tagged-field count within its bytes.
+		out, err := c.response(x.forPartition(), x.Key, version, frame, decodeInline)
 		if err != nil || kafka.SameBuffer(out, frame) {
 			return out, nil, err
 		}
