@@ -444,7 +444,11 @@ func (c *Conn) Response(key, version int16, frame []byte, state any) ([]byte, er
 		c.learn(key, version, frame)
 		return frame, nil
 	}
-	return c.response(x, key, version, frame, kafka.DecodeBounded)
+	decode := decoder(kafka.DecodeBounded)
+	if key == kmsg.Fetch.Int16() && kafka.CheckFetchResponse(frame, version) == nil {
+		decode = decodeInline // a Fetch walked whole costs less than a bounded decode's copy
+	}
+	return c.response(x, key, version, frame, decode)
 }
 
 // decoder runs kmsg's decoding of a frame: kafka.DecodeBounded, or decodeInline for a frame

@@ -377,3 +377,21 @@ func PartitionOf(frame []byte, version int16) (topic, partition []byte, err erro
 	}
 	return frame[start:topicEnd], frame[partStart:partEnd], nil
 }
+
+// CheckFetchResponse walks a whole Fetch response frame of version 12 or later (size included),
+// checking every count and length, the tagged fields' included, against the bytes left: one that
+// passes can be decoded by kmsg without its tagged-field loop running past the end (decode.go).
+func CheckFetchResponse(frame []byte, version int16) error {
+	if version < 12 || version > MaxVersion(kmsg.Fetch.Int16()) {
+		return malformed("not a flexible Fetch version: v%d", version)
+	}
+	c := &sliceCursor{b: frame}
+	c.advance(8)
+	skipTagSection(c)
+	walkFetchBody(c, version)
+	skipTagSection(c)
+	if c.err == nil && c.remaining() != 0 {
+		c.fail(malformed("%d bytes after a Fetch response", c.remaining()))
+	}
+	return c.err
+}

@@ -278,3 +278,21 @@ func TestShrunkFetchesGoWhole(t *testing.T) {
 		t.Fatalf("the streamed response is %d bytes (want %d) with %d bytes of records in its last partition", len(first), len(frame)+int(fetchSlack(int64(len(frame)))), len(got.Topics[2].Partitions[1].RecordBatches))
 	}
 }
+
+// TestCheckFetchResponse: a well-formed Fetch response passes; one whose top-level tagged-field
+// count runs past its end (what makes kmsg loop) or that is cut short does not.
+func TestCheckFetchResponse(t *testing.T) {
+	for v := int16(12); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
+		good := sized(frameResponse(multiPartitionFetch(v, nil)))
+		if err := CheckFetchResponse(good, v); err != nil {
+			t.Fatalf("v%d: a good response: %v", v, err)
+		}
+		corrupt := append(slices.Clone(good[:len(good)-1]), 0xff, 0xff, 0xff, 0xff, 0x0f) // 2^32-1 tags
+		binary.BigEndian.PutUint32(corrupt, uint32(len(corrupt)-4))
+		for name, frame := range map[string][]byte{"a corrupt tag count": corrupt, "cut short": good[:len(good)-10]} {
+			if CheckFetchResponse(frame, v) == nil {
+				t.Errorf("v%d: %s passed", v, name)
+			}
+		}
+	}
+}
