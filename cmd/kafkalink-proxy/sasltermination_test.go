@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
@@ -141,6 +144,11 @@ management: {port: %d}
 		t.Fatalf("%d connections to the cluster for a wrong password", n)
 	}
 
+	hostileBeforeAuthentication(t, roots, ports[0])
+	if n := dials.Load(); n != 0 {
+		t.Fatalf("%d connections to the cluster for clients that never authenticated", n)
+	}
+
 	cl := client("alice-secret", kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("orders"), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RequestRetries(20))
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("hello")).FirstErr(); err != nil {
@@ -198,5 +206,77 @@ func startBinary(t *testing.T, cfg string, mgmt int) {
 		if i > 1000 {
 			t.Fatal("proxy never became ready")
 		}
+	}
+}
+
+// hostileBeforeAuthentication sends what a client that has not authenticated may try: a Produce
+// first, a SaslAuthenticate frame announcing 1 MiB after an ApiVersions (over the 512 KiB a
+// connection may send before it authenticated), and garbage SCRAM bytes. Each connection must end (or be refused) without
+// the proxy reading what was announced.
+func hostileBeforeAuthentication(t *testing.T, roots *x509.CertPool, port int) {
+	t.Helper()
+	dial := func() *tls.Conn {
+		c, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{ServerName: "p-bootstrap.test", RootCAs: roots})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	frame := func(req kmsg.Request) []byte { return kmsg.NewRequestFormatter().AppendRequest(nil, req, 1) }
+	closed := func(c net.Conn) bool {
+		_, err := io.ReadAll(c)
+		return err == nil || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+	}
+
+	produce := kmsg.NewPtrProduceRequest()
+	produce.SetVersion(9)
+	c := dial()
+	if _, err := c.Write(frame(produce)); err != nil || !closed(c) {
+		t.Errorf("a Produce before authenticating: %v, closed %v", err, err == nil)
+	}
+
+	// After an ApiVersions: a first request announcing more waits for its bytes (within
+	// limits.firstRequestTimeout, its buffer growing only as they arrive) before any filter runs.
+	c = dial()
+	versions := kmsg.NewPtrApiVersionsRequest()
+	versions.SetVersion(3)
+	versions.ClientSoftwareName, versions.ClientSoftwareVersion = "t", "1"
+	announce := binary.BigEndian.AppendUint32(frame(versions), 1<<20)
+	announce = append(announce, 0, 36, 0, 2, 0, 0, 0, 1, 0xff, 0xff, 0) // SaslAuthenticate v2, no client id, tags
+	if _, err := c.Write(announce); err != nil || !closed(c) {
+		t.Errorf("a 1 MiB SaslAuthenticate announced before authenticating: %v", err)
+	}
+
+	c = dial()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "SCRAM-SHA-512"
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(2)
+	auth.SASLAuthBytes = []byte("\x00\xffnot,a=scram,message")
+	if _, err := c.Write(append(frame(hs), frame(auth)...)); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	var codes []int16
+	for i := range 2 {
+		size := make([]byte, 4)
+		if _, err := io.ReadFull(r, size); err != nil {
+			break
+		}
+		body := make([]byte, binary.BigEndian.Uint32(size))
+		if _, err := io.ReadFull(r, body); err != nil {
+			break
+		}
+		at := 4 + i // the correlation id, and for SaslAuthenticate v2 (flexible) the header's tags
+		if len(body) < at+2 {
+			break
+		}
+		codes = append(codes, int16(binary.BigEndian.Uint16(body[at:])))
+	}
+	if len(codes) != 2 || codes[0] != 0 || codes[1] != kerr.SaslAuthenticationFailed.Code {
+		t.Errorf("garbage SCRAM bytes: error codes %v, want [0 %d]", codes, kerr.SaslAuthenticationFailed.Code)
 	}
 }

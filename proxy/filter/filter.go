@@ -687,7 +687,9 @@ func (x *Exchange) forPartition() *Exchange {
 
 // PartitionwiseFetch is implemented by filters whose OnResponse of a Fetch response treats each
 // partition on its own: a chain whose Fetch filters all do streams large Fetch responses one
-// partition at a time (kafka.FetchStreamer) instead of holding them whole.
+// partition at a time (kafka.FetchStreamer) instead of holding them whole. Partitions of one
+// response are then filtered at once, on copies of the exchange that share its Get state: such a
+// filter must not call Set on a Fetch response.
 type PartitionwiseFetch interface {
 	PartitionwiseFetch()
 }
