@@ -94,6 +94,7 @@ func (t *translator) gatewayConditions(pr progress) []metav1.Condition {
 		conds = append(conds, Condition(ConditionAccepted, false, ReasonListenersNotValid, strings.Join(notAccepted, "; "), t.gen))
 	}
 	conds = append(conds, t.programmed(pr, valid))
+	conds = append(conds, readyCondition(conds[0], conds[1], t.gen))
 	if t.gw.Spec.BackendTLS != nil && t.gw.Spec.BackendTLS.ClientCertificateRef != nil {
 		if p := t.noted(t.clientCertProblem); p != nil {
 			conds = append(conds, Condition(ConditionResolvedRefs, false, p.reason, "backendTLS.clientCertificateRef: "+p.message, t.gen))
@@ -102,6 +103,17 @@ func (t *translator) gatewayConditions(pr progress) []metav1.Condition {
 		}
 	}
 	return conds
+}
+
+// readyCondition is the gateway's Ready condition: True when Accepted and Programmed both are,
+// else False with the reason and message of the first of them that is not.
+func readyCondition(accepted, programmed metav1.Condition, generation int64) metav1.Condition {
+	for _, c := range []metav1.Condition{accepted, programmed} {
+		if c.Status != metav1.ConditionTrue {
+			return Condition(ConditionReady, false, c.Reason, c.Type+": "+c.Message, generation)
+		}
+	}
+	return Condition(ConditionReady, true, ReasonReady, "the gateway is accepted and programmed", generation)
 }
 
 // programmed is the gateway's Programmed condition, given how many listeners are accepted.

@@ -188,6 +188,7 @@ func (t *translator) hold(res *Result, p *refProblem) {
 		Condition(ConditionAccepted, false, p.reason, p.message, t.gen),
 		Condition(ConditionProgrammed, false, ReasonInvalid, "the gateway is not accepted: "+p.message, t.gen),
 	}
+	res.GatewayStatus.Conditions = append(res.GatewayStatus.Conditions, readyCondition(res.GatewayStatus.Conditions[0], res.GatewayStatus.Conditions[1], t.gen))
 	for _, l := range t.gw.Spec.Listeners {
 		res.GatewayStatus.Listeners = append(res.GatewayStatus.Listeners, kroxyliciousv1alpha1.ListenerStatus{
 			Name:           l.Name,

@@ -47,6 +47,10 @@ const (
 	ConditionProgrammed   = "Programmed"
 	ConditionResolvedRefs = "ResolvedRefs"
 	ConditionConflicted   = "Conflicted"
+	// ConditionReady is the seed's own gateway condition, beside Gateway API's: True when
+	// Accepted and Programmed both are, so `kubectl wait --for=condition=Ready` written from the
+	// seed returns.
+	ConditionReady = "Ready"
 )
 
 // Condition reasons. The Gateway API names come first; the rest are kafkalink's own, for
@@ -75,6 +79,7 @@ const (
 	ReasonInvalidKind                 = "InvalidKind"
 	ReasonConflicted                  = "Conflicted"
 	ReasonTargetNotFound              = "TargetNotFound"
+	ReasonReady                       = "Ready"
 
 	// ReasonNameInUse: a generated object's name is held by an object this gateway does not control.
 	ReasonNameInUse = "NameInUse"

@@ -526,7 +526,9 @@ func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.K
 	if !equality.Semantic.DeepEqual(gw.Status, st) {
 		// Warning events only for conditions that just turned bad: an unchanged status is silent.
 		for _, cond := range changedToBad(gw.Status.Conditions, st.Conditions) {
-			c.env.Recorder.Event(gw, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			if cond.Type != gateway.ConditionReady { // Ready repeats Accepted or Programmed
+				c.env.Recorder.Event(gw, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			}
 		}
 		if was, is := meta.FindStatusCondition(gw.Status.Conditions, gateway.ConditionProgrammed), meta.FindStatusCondition(st.Conditions, gateway.ConditionProgrammed); is != nil && is.Status == metav1.ConditionTrue && (was == nil || was.Status != metav1.ConditionTrue) {
 			c.env.Recorder.Event(gw, corev1.EventTypeNormal, gateway.ReasonProgrammed, is.Message)
