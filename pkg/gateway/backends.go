@@ -136,8 +136,8 @@ func (t *translator) backendService(route *kroxyliciousv1alpha1.KafkaRoute, b kr
 			return nil, nil, &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Service %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
-		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}) {
-			return nil, nil, notGranted(fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace))
+		if to := (gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindService, Namespace: ns, Name: name}); !t.granted(from, to) {
+			return nil, nil, notGranted(fmt.Sprintf("Service %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace), from, to)
 		}
 	}
 	svc := t.services[types.NamespacedName{Namespace: ns, Name: name}]

@@ -45,8 +45,8 @@ func (t *translator) backendKafka(route *kroxyliciousv1alpha1.KafkaRoute, b krox
 			return nil, strimzi.Listener{}, &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Kafka %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
 		from := gatewaymodel.From{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Namespace: route.Namespace}
-		if !t.granted(from, gatewaymodel.To{Group: strimzi.Group, Kind: strimzi.KindKafka, Namespace: ns, Name: name}) {
-			return nil, strimzi.Listener{}, notGranted(fmt.Sprintf("Kafka %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace))
+		if to := (gatewaymodel.To{Group: strimzi.Group, Kind: strimzi.KindKafka, Namespace: ns, Name: name}); !t.granted(from, to) {
+			return nil, strimzi.Listener{}, notGranted(fmt.Sprintf("Kafka %s/%s is in another namespace and no ReferenceGrant there allows KafkaRoutes from namespace %s to refer to it", ns, name, route.Namespace), from, to)
 		}
 	}
 	key := types.NamespacedName{Namespace: ns, Name: name}

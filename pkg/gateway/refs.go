@@ -27,10 +27,10 @@ func (t *translator) granted(from gatewaymodel.From, to gatewaymodel.To) bool {
 	return gatewaymodel.Granted(t.s.ReferenceGrants, from, to)
 }
 
-// notGranted is the problem of a reference into another namespace that no ReferenceGrant
-// allows.
-func notGranted(message string) *refProblem {
-	return &refProblem{reason: ReasonRefNotPermitted, message: message, notGranted: true}
+// notGranted is the problem of a reference from into another namespace that no ReferenceGrant
+// allows; the message ends with the ReferenceGrant to create.
+func notGranted(message string, from gatewaymodel.From, to gatewaymodel.To) *refProblem {
+	return &refProblem{reason: ReasonRefNotPermitted, message: message + gatewaymodel.GrantHint(from, to), notGranted: true}
 }
 
 // refProblem is why something is not accepted or does not resolve: a condition reason and a
@@ -119,8 +119,8 @@ func (t *translator) secretRef(fx *effects, ref kroxyliciousv1alpha1.SecretObjec
 		if !t.visible(ns) {
 			return "", &refProblem{reason: ReasonRefNotPermitted, message: fmt.Sprintf("Secret %s/%s is in a namespace the operator does not watch", ns, name)}
 		}
-		if !t.granted(from, gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}) {
-			return "", notGranted(fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace))
+		if to := (gatewaymodel.To{Group: gatewaymodel.CoreGroup, Kind: gatewaymodel.KindSecret, Namespace: ns, Name: name}); !t.granted(from, to) {
+			return "", notGranted(fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows %s from namespace %s to refer to it", ns, name, from.Kind, from.Namespace), from, to)
 		}
 	}
 	secret := t.secrets[types.NamespacedName{Namespace: ns, Name: name}]

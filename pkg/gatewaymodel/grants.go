@@ -1,6 +1,10 @@
 package gatewaymodel
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 )
 
@@ -64,4 +68,35 @@ func grantTo(g *gatewayv1beta1.ReferenceGrant, to To) bool {
 		}
 	}
 	return false
+}
+
+// GrantYAML is the ReferenceGrant that lets from refer to to, as YAML a user can apply: in to's
+// namespace, granting from's group, kind and namespace access to that one object. Its name says
+// who it is for, so a second grant for another referrer does not replace it.
+func GrantYAML(from From, to To) string {
+	name := strings.ToLower(from.Kind) + "s-from-" + from.Namespace
+	if len(name) > 253 { // a namespace is at most 63 characters, so this never happens
+		name = name[:253]
+	}
+	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  from:
+  - group: %s
+    kind: %s
+    namespace: %s
+  to:
+  - group: %s
+    kind: %s
+    name: %s
+`, name, to.Namespace, strconv.Quote(from.Group), from.Kind, from.Namespace, strconv.Quote(to.Group), to.Kind, to.Name)
+}
+
+// GrantHint completes the message of a reference no ReferenceGrant allows with the grant to
+// create (GrantYAML).
+func GrantHint(from From, to To) string {
+	return "; to allow it, create this ReferenceGrant:\n" + GrantYAML(from, to)
 }
