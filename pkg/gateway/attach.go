@@ -36,18 +36,23 @@ func (t *translator) attachRoutes(res *Result) {
 				continue
 			}
 			accepted, resolved, brokers := tooBig, (*refProblem)(nil), (*metav1.Condition)(nil)
+			var more []metav1.Condition
 			if tooBig == nil {
 				accepted, resolved, brokers = t.attach(route, pr)
+				if brokers != nil {
+					more = append(more, *brokers)
+				}
+				more = append(more, t.serviceDiagnostics(route, pr)...)
 			}
-			parents = append(parents, routeParentStatus(route, pr, t.noted(accepted), t.noted(resolved), brokers))
+			parents = append(parents, routeParentStatus(route, pr, t.noted(accepted), t.noted(resolved), more))
 		}
 		res.RouteParents[route.Name] = limitTo(parents, maxRouteParentStatuses)
 	}
 }
 
-// routeParentStatus is the status entry of one parentRef: Accepted and ResolvedRefs, and
-// BrokerIDsMatch when brokers is set.
-func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference, accepted, resolved *refProblem, brokers *metav1.Condition) kroxyliciousv1alpha1.RouteParentStatus {
+// routeParentStatus is the status entry of one parentRef: Accepted and ResolvedRefs, then the
+// diagnostic conditions in more (BrokerIDsMatch, BackendTLS).
+func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1alpha1.KafkaRouteParentReference, accepted, resolved *refProblem, more []metav1.Condition) kroxyliciousv1alpha1.RouteParentStatus {
 	ref := kroxyliciousv1alpha1.ParentReference{Group: pr.Group, Kind: pr.Kind, Name: pr.Name, SectionName: pr.SectionName}
 	if ref.Group == nil {
 		g := gatewaymodel.Group
@@ -65,10 +70,7 @@ func routeParentStatus(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxyliciousv1
 	if resolved != nil {
 		rr = Condition(ConditionResolvedRefs, false, resolved.reason, resolved.message, route.Generation)
 	}
-	conds := []metav1.Condition{acc, rr}
-	if brokers != nil {
-		conds = append(conds, *brokers)
-	}
+	conds := append([]metav1.Condition{acc, rr}, more...)
 	return kroxyliciousv1alpha1.RouteParentStatus{ParentRef: ref, ControllerName: ControllerName, Conditions: conds}
 }
 

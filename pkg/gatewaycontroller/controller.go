@@ -371,7 +371,24 @@ func (c *Controller) kafkaToGateways(obj any) []cache.ObjectName {
 	if !ok {
 		return nil
 	}
-	return c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), m.GetName()))
+	return append(c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), m.GetName())), c.strimziServiceRoutes(m.GetNamespace(), m.GetName())...)
+}
+
+// strimziServiceRoutes maps a Strimzi cluster to the gateways of the routes whose backend is a
+// Service of that cluster (gateway.StrimziClusterOf): their diagnostics read its broker ids and
+// listeners.
+func (c *Controller) strimziServiceRoutes(namespace, cluster string) []cache.ObjectName {
+	services, err := c.services.Services(namespace).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var out []cache.ObjectName
+	for _, svc := range services {
+		if k, ok := gateway.StrimziClusterOf(svc); ok && k.Name == cluster {
+			out = append(out, c.routesByIndex(indexRouteBackend, svc.Namespace+"/"+svc.Name)...)
+		}
+	}
+	return out
 }
 
 // nodePoolToGateways maps a KafkaNodePool to the gateways of the routes that use its Kafka: a
@@ -385,7 +402,7 @@ func (c *Controller) nodePoolToGateways(obj any) []cache.ObjectName {
 	if cluster == "" {
 		return nil
 	}
-	return c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), cluster))
+	return append(c.routesByIndex(indexRouteBackend, kafkaKey(m.GetNamespace(), cluster)), c.strimziServiceRoutes(m.GetNamespace(), cluster)...)
 }
 
 // Index functions.

@@ -139,8 +139,8 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if s.Services, err = c.gatherServices(ns, s.Routes); err != nil {
 		return nil, err
 	}
-	s.Kafkas, s.KafkaErrors, s.NodePools = c.gatherKafkas(s.Routes)
-	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, s.Filters, append(kafkaCASecrets(s.Kafkas), routesSecrets(s.Routes)...)); err != nil {
+	s.Kafkas, s.KafkaErrors, s.NodePools = c.gatherKafkas(s.Routes, s.Services)
+	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, s.Filters, append(kafkaCASecrets(backendKafkas(s.Routes, s.Kafkas)), routesSecrets(s.Routes)...)); err != nil {
 		return nil, err
 	}
 	if store := c.grants.Indexer(); store != nil {
@@ -680,35 +680,46 @@ func (c *Controller) forget(ctx context.Context, key cache.ObjectName) error {
 	return nil
 }
 
-// gatherKafkas reads the Strimzi Kafkas the routes name as backends from the shared cache, with
-// the KafkaNodePools of their namespaces; a Kafka that does not parse is reported by name.
-func (c *Controller) gatherKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute) ([]*strimzi.Kafka, map[types.NamespacedName]error, []*strimzi.KafkaNodePool) {
+// gatherKafkas reads the Strimzi Kafkas the routes name as backends from the shared cache, and
+// those the backend Services belong to (gateway.StrimziClusterOf, for the route diagnostics),
+// with the KafkaNodePools of their namespaces; a Kafka that does not parse is reported by name.
+func (c *Controller) gatherKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute, services []*corev1.Service) ([]*strimzi.Kafka, map[types.NamespacedName]error, []*strimzi.KafkaNodePool) {
 	var kafkas []*strimzi.Kafka
 	errs := map[types.NamespacedName]error{}
 	namespaces := map[string]bool{}
 	seen := map[string]bool{}
 	idx := c.kafkas.Indexer()
+	var keys []string
 	for _, r := range routes {
 		backends, _ := routeBackends(r)
 		for _, b := range backends {
-			key, ok := strings.CutPrefix(b, kafkaKeyPrefix)
-			if !ok || seen[key] || idx == nil {
-				continue
+			if key, ok := strings.CutPrefix(b, kafkaKeyPrefix); ok {
+				keys = append(keys, key)
 			}
-			seen[key] = true
-			obj, exists, err := idx.GetByKey(key)
-			u, isU := obj.(*unstructured.Unstructured)
-			if err != nil || !exists || !isU {
-				continue
-			}
-			k, err := strimzi.ParseKafka(u.Object)
-			if err != nil {
-				errs[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = err
-				continue
-			}
-			kafkas = append(kafkas, k)
-			namespaces[k.Namespace] = true
 		}
+	}
+	for _, svc := range services {
+		if k, ok := gateway.StrimziClusterOf(svc); ok {
+			keys = append(keys, k.String())
+		}
+	}
+	for _, key := range keys {
+		if seen[key] || idx == nil {
+			continue
+		}
+		seen[key] = true
+		obj, exists, err := idx.GetByKey(key)
+		u, isU := obj.(*unstructured.Unstructured)
+		if err != nil || !exists || !isU {
+			continue
+		}
+		k, err := strimzi.ParseKafka(u.Object)
+		if err != nil {
+			errs[types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}] = err
+			continue
+		}
+		kafkas = append(kafkas, k)
+		namespaces[k.Namespace] = true
 	}
 	return kafkas, errs, c.nodePoolsIn(namespaces)
 }
@@ -730,6 +741,25 @@ func (c *Controller) kafkasOf(namespace string) []*strimzi.Kafka {
 			if k, err := strimzi.ParseKafka(u.Object); err == nil {
 				out = append(out, k)
 			}
+		}
+	}
+	return out
+}
+
+// backendKafkas are the Kafkas of a snapshot that routes name as backends, whose cluster CA the
+// gateway may copy; the others are there for diagnostics only.
+func backendKafkas(routes []*kroxyliciousv1alpha1.KafkaRoute, kafkas []*strimzi.Kafka) []*strimzi.Kafka {
+	named := map[string]bool{}
+	for _, r := range routes {
+		backends, _ := routeBackends(r)
+		for _, b := range backends {
+			named[b] = true
+		}
+	}
+	var out []*strimzi.Kafka
+	for _, k := range kafkas {
+		if named[kafkaKey(k.Namespace, k.Name)] {
+			out = append(out, k)
 		}
 	}
 	return out
