@@ -59,6 +59,7 @@ func (t *translator) build(res *Result) {
 	}
 	res.Config = cfg
 	t.fipsFor, _ = cfg.NeedsFIPS()
+	t.tlsParents, t.refusedParents = t.checkParents()
 	yaml, err := cfg.Marshal()
 	if err != nil {
 		t.holdInvalid(res, "cannot write the proxy configuration: "+err.Error())
@@ -75,6 +76,9 @@ func (t *translator) build(res *Result) {
 	addresses, unassigned := t.addresses()
 	// 4. Status, once: the gateway's conditions and listeners, then the policies'.
 	pr := progress{problems: objs.problems, deploymentReady: t.deploymentAvailable(), unassigned: len(unassigned) > 0}
+	for _, why := range t.refusedParents {
+		pr.problems = append(pr.problems, &refProblem{reason: ReasonParentTerminatesTLS, message: why})
+	}
 	if len(tls.timedOut) > 0 {
 		pr.problems = append(pr.problems, &refProblem{reason: ReasonTLSRouteNotAccepted, message: fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tls.timedOut, maxListedNames), ", "), t.s.Env.TLSRouteTimeout)})
 	}
@@ -513,8 +517,8 @@ func (t *translator) openShiftRoute(r *desiredRoute) *unstructured.Unstructured 
 // tlsRoute renders a Gateway API TLSRoute for one host, under the parameters' parentRefs.
 func (t *translator) tlsRoute(r *desiredRoute) *unstructured.Unstructured {
 	m := t.meta(r.name, r.route)
-	var parents []any
-	for _, p := range t.parentRefs {
+	parents := []any{}
+	for _, p := range t.tlsParents {
 		ref := map[string]any{"name": string(p.Name)}
 		ref["group"] = "gateway.networking.k8s.io"
 		if p.Group != nil {

@@ -152,6 +152,10 @@ func loadCase(t *testing.T, path string) *Snapshot {
 				o := &appsv1.Deployment{}
 				into(o)
 				s.Deployment = o
+			case "Gateway":
+				o := &gatewayv1.Gateway{}
+				into(o)
+				s.ParentGateways = append(s.ParentGateways, o)
 			case "TLSRoute":
 				o := &gatewayv1.TLSRoute{}
 				into(o)

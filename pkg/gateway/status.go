@@ -25,7 +25,7 @@ type progress struct {
 
 // programmedReasons are the reasons of gateway problems that say more than the others, most
 // telling first: when any is present, Programmed carries it.
-var programmedReasons = []string{ReasonTLSRouteNotAccepted, ReasonOpenShiftRoutesUnavailable, ReasonTLSRoutesUnavailable}
+var programmedReasons = []string{ReasonParentTerminatesTLS, ReasonTLSRouteNotAccepted, ReasonOpenShiftRoutesUnavailable, ReasonTLSRoutesUnavailable}
 
 // gatewayStatus is the gateway's listener status and conditions.
 func (t *translator) gatewayStatus(pr progress) kroxyliciousv1alpha1.KafkaGatewayStatus {

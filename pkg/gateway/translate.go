@@ -50,6 +50,10 @@ type translator struct {
 	metrics        bool
 	ingressDomains []string // allowed ingress domains: hostnames under them become OpenShift Routes
 	parentRefs     []kroxyliciousv1alpha1.GatewayParentReference
+	// tlsParents are the parentRefs generated TLSRoutes name: parentRefs without those whose
+	// listener terminates TLS, which refusedParents describes (checkParents).
+	tlsParents     []kroxyliciousv1alpha1.GatewayParentReference
+	refusedParents []string
 	limits         config.Limits
 	// notAllowed lists what the operator's flags keep the gateway from using, for its status;
 	// deniedDomains are the ingress domains among them.

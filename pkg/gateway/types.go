@@ -220,6 +220,9 @@ type Snapshot struct {
 	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
 	// Deployment is the proxy Deployment as it is now, for the Programmed condition.
 	Deployment *appsv1.Deployment
+	// ParentGateways are the Gateway API Gateways the parameters' parentRefs name, as far as
+	// the operator can see them, to check their listeners' TLS mode.
+	ParentGateways []*gatewayv1.Gateway
 	// TLSRoutes are the generated TLSRoutes as they are now, for their parent status.
 	TLSRoutes []*gatewayv1.TLSRoute
 	// Foreign lists names in the gateway's namespace held by objects the gateway does not

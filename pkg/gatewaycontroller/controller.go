@@ -75,6 +75,7 @@ var (
 	gvrPDB        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
+	gvrGatewayAPI = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute, gateway.KindPodDisruptionBudget: gvrPDB}
 )
 
@@ -102,6 +103,9 @@ type Controller struct {
 
 	osRoutes  *controller.OptionalInformer
 	tlsRoutes *controller.OptionalInformer
+	// parents are Gateway API Gateways, read for the TLS mode of the listeners the parameters'
+	// parentRefs name.
+	parents   *controller.OptionalInformer
 	grants    *controller.OptionalInformer
 	kafkas    *controller.OptionalInformer // Strimzi Kafkas, pruned (strimzi.PruneKafka)
 	nodePools *controller.OptionalInformer // Strimzi KafkaNodePools, pruned
@@ -202,6 +206,7 @@ func (c *Controller) watchOptional(ctx context.Context, env controller.Env) erro
 	}
 	c.osRoutes = newOptional("OpenShift Route", gvrRoute)
 	c.tlsRoutes = newOptional("TLSRoute", gvrTLSRoute)
+	c.parents = newOptional("Gateway", gvrGatewayAPI)
 	// Shared with the other controllers; the operator starts them.
 	c.grants, c.kafkas, c.nodePools = env.Informers.ReferenceGrants, env.Informers.Kafkas, env.Informers.KafkaNodePools
 	for _, o := range []struct {
@@ -210,6 +215,7 @@ func (c *Controller) watchOptional(ctx context.Context, env controller.Env) erro
 	}{
 		{c.osRoutes, c.generatedToGateways(gateway.KindRoute)},
 		{c.tlsRoutes, c.generatedToGateways(gateway.KindTLSRoute)},
+		{c.parents, c.parentToGateways},
 		{c.grants, c.grantToGateways},
 		{c.kafkas, c.kafkaToGateways},
 		{c.nodePools, c.nodePoolToGateways},
@@ -226,8 +232,13 @@ func (c *Controller) watchOptional(ctx context.Context, env controller.Env) erro
 	}
 	c.osRoutes.Start(ctx)
 	c.tlsRoutes.Start(ctx)
+	c.parents.Start(ctx)
 	return nil
 }
+
+// parentToGateways maps a Gateway API Gateway to every gateway: any gateway's parameters may
+// name it as a TLSRoute parent, and gateways are few.
+func (c *Controller) parentToGateways(any) []cache.ObjectName { return c.allGateways() }
 
 // Mappers (controller.MapFunc, named <source>ToGateways): each returns the gateways an object's
 // change concerns. A gateway maps to itself with controller.KeyOf.

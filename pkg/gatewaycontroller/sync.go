@@ -153,6 +153,7 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if d, err := c.deployments.Deployments(ns).Get(gateway.DeploymentName(gw.Name)); err == nil && controlledBy(d, gw) {
 		s.Deployment = d
 	}
+	s.ParentGateways = c.gatherParents(ns, s.Parameters)
 	if store := c.tlsRoutes.Indexer(); store != nil {
 		for _, o := range store.List() {
 			var r gatewayv1.TLSRoute
@@ -162,6 +163,27 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 		}
 	}
 	return s, nil
+}
+
+// gatherParents reads the Gateway API Gateways the parameters' parentRefs name from the cache.
+func (c *Controller) gatherParents(ns string, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []*gatewayv1.Gateway {
+	store := c.parents.Indexer()
+	if params == nil || store == nil {
+		return nil
+	}
+	var out []*gatewayv1.Gateway
+	for _, p := range params.Spec.ParentRefs {
+		pns := ns
+		if p.Namespace != nil && *p.Namespace != "" {
+			pns = string(*p.Namespace)
+		}
+		obj, exists, err := store.GetByKey(pns + "/" + string(p.Name))
+		var g gatewayv1.Gateway
+		if err == nil && exists && fromUnstructured(obj, &g) == nil {
+			out = append(out, &g)
+		}
+	}
+	return out
 }
 
 // environment is what the translator reads from the operator rather than from objects.
