@@ -12,7 +12,9 @@ import (
 // A parentRef's TLSRoutes attach to the TLS listeners it selects; any of them that terminates
 // TLS (Terminate, or no mode, Gateway API's default) would hand the proxy plain TCP.
 func TestTerminatingListener(t *testing.T) {
-	mode := func(m gatewayv1.TLSModeType) *gatewayv1.ListenerTLSConfig { return &gatewayv1.ListenerTLSConfig{Mode: &m} }
+	mode := func(m gatewayv1.TLSModeType) *gatewayv1.ListenerTLSConfig {
+		return &gatewayv1.ListenerTLSConfig{Mode: &m}
+	}
 	gw := &gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Listeners: []gatewayv1.Listener{
 		{Name: "web", Port: 443, Protocol: gatewayv1.HTTPSProtocolType, TLS: mode(gatewayv1.TLSModeTerminate)},
 		{Name: "pass", Port: 9443, Protocol: gatewayv1.TLSProtocolType, TLS: mode(gatewayv1.TLSModePassthrough)},
