@@ -153,6 +153,9 @@ type VirtualCluster struct {
 	BootstrapHost string `json:"bootstrapHost"`
 	// BrokerPattern is the broker host name with NodeIDPlaceholder, e.g. my-cluster-broker-$(nodeId).example.com.
 	BrokerPattern string `json:"brokerPattern"`
+	// BrokerIdentity, when set, names brokers by the hash mapping instead of their node ids
+	// (BrokerNames): clients see host names that do not reveal node ids.
+	BrokerIdentity *BrokerIdentity `json:"brokerIdentity,omitempty"`
 	// AdvertisedPort is the port given to clients in rewritten broker addresses; zero means
 	// the listener port. Set it when a Service or load balancer maps another port to the listener.
 	AdvertisedPort int32 `json:"advertisedPort,omitempty"`
@@ -430,6 +433,9 @@ func (c *Config) RemapPaths(from, to string) {
 			f := &c.VirtualClusters[i].Filters[j]
 			f.Config = remapJSONStrings(f.Config, re)
 		}
+		if b := c.VirtualClusters[i].BrokerIdentity; b != nil {
+			re(&b.KeyFile)
+		}
 		u := c.VirtualClusters[i].UpstreamTLS
 		if u == nil {
 			continue
@@ -486,6 +492,9 @@ func (c *Config) Files() []string {
 		out = append(out, l.ClientCAFiles...)
 	}
 	for _, vc := range c.VirtualClusters {
+		if b := vc.BrokerIdentity; b != nil {
+			out = append(out, b.KeyFile)
+		}
 		if u := vc.UpstreamTLS; u != nil {
 			out = append(out, u.CAFiles...)
 			if u.CertificateFile != "" {

@@ -173,8 +173,31 @@ func validateAdvertisedAddresses(errs *fieldErrs, path string, vc *VirtualCluste
 	} else if err := validHost(vc.BrokerHost(0)); err != nil {
 		errs.add(path+".brokerPattern", "%v", err)
 	}
+	validateBrokerIdentity(errs, path, vc)
 	if vc.AdvertisedPort < 0 || vc.AdvertisedPort > 65535 {
 		errs.add(path+".advertisedPort", "out of range")
+	}
+}
+
+// validateBrokerIdentity checks the hash mapping: a key file, and a broker pattern whose
+// placeholder ends its first label (where the proxy looks for the token, HashedPatternKey), with
+// room there for the token.
+func validateBrokerIdentity(errs *fieldErrs, path string, vc *VirtualCluster) {
+	b := vc.BrokerIdentity
+	if b == nil {
+		return
+	}
+	if b.Mapping != BrokerIdentityMappingHash {
+		errs.add(path+".brokerIdentity.mapping", "must be %q, got %q", BrokerIdentityMappingHash, b.Mapping)
+	}
+	if b.KeyFile == "" {
+		errs.add(path+".brokerIdentity.keyFile", "is required")
+	}
+	first, _, _ := strings.Cut(vc.BrokerPattern, ".")
+	if !strings.HasSuffix(first, NodeIDPlaceholder) {
+		errs.add(path+".brokerPattern", "must end its first label with %s for the hash mapping, got %q", NodeIDPlaceholder, vc.BrokerPattern)
+	} else if err := validHost(strings.Replace(vc.BrokerPattern, NodeIDPlaceholder, strings.Repeat("a", BrokerTokenLength), 1)); err != nil {
+		errs.add(path+".brokerPattern", "with the hash mapping's %d-character token: %v", BrokerTokenLength, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
 
 	"k8s.io/klog/v2"
 
@@ -117,6 +118,12 @@ func (s *Server) loadVirtualCluster(ctx context.Context, vc config.VirtualCluste
 		s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("its listener %s failed to load", vc.Listener), false)
 		return
 	}
+	names, err := brokerNames(&vc)
+	if err != nil {
+		// Fail closed: brokers named by their node ids would reveal what the mapping hides.
+		s.loadErr(logger, "virtual_cluster", vc.Name, fmt.Errorf("brokerIdentity: %w", err), false)
+		return
+	}
 	up, err := upstreamTLS(vc.UpstreamTLS)
 	if err != nil {
 		up = s.lastUpTLS[vc.Name]
@@ -135,7 +142,20 @@ func (s *Server) loadVirtualCluster(ctx context.Context, vc config.VirtualCluste
 	}
 	next.vcs[vc.Name] = st
 	next.chain[vc.Name] = chain
-	snap.routes = append(snap.routes, &vcRoute{cfg: vc, listener: *next.cfg.Listener(vc.Listener), state: st, upstreamTLS: up, filters: chain})
+	snap.routes = append(snap.routes, &vcRoute{cfg: vc, names: names, listener: *next.cfg.Listener(vc.Listener), state: st, upstreamTLS: up, filters: chain})
+}
+
+// brokerNames names a virtual cluster's brokers: by node id, or by the hash mapping with the key
+// its key file holds.
+func brokerNames(vc *config.VirtualCluster) (*config.BrokerNames, error) {
+	if vc.BrokerIdentity == nil {
+		return config.NewBrokerNames(vc, nil)
+	}
+	key, err := os.ReadFile(vc.BrokerIdentity.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return config.NewBrokerNames(vc, key)
 }
 
 // bindListeners binds new or changed listeners; one that cannot bind is left out.

@@ -309,7 +309,7 @@ func (s *Server) unregister(pc *proxyConn) {
 func (s *Server) addressMap(rt *vcRoute, st *vcState, port func(int32) int32) kafka.AddressMap {
 	return func(id int32, host string, p int32) (string, int32) {
 		st.learn(id, host, p)
-		return rt.cfg.BrokerHost(id), port(id)
+		return rt.brokerNames().Host(id), port(id)
 	}
 }
 

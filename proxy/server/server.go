@@ -122,13 +122,24 @@ type snapshot struct {
 
 // vcRoute is one served virtual cluster on a listener.
 type vcRoute struct {
-	cfg         config.VirtualCluster
+	cfg config.VirtualCluster
+	// names names the brokers in the addresses clients are given, and reads them back from SNI.
+	names       *config.BrokerNames
 	listener    config.Listener
 	state       *vcState
 	upstreamTLS *tls.Config
 	// filters is the virtual cluster's filter chain; nil without filters, so its connections
 	// keep the byte-copying path.
 	filters *filter.Chain
+}
+
+// brokerNames are the route's broker names; by node id for a route built without them.
+func (r *vcRoute) brokerNames() *config.BrokerNames {
+	if r.names == nil {
+		n, _ := config.NewBrokerNames(&r.cfg, nil) // without a key it cannot fail
+		return n
+	}
+	return r.names
 }
 
 // route finds the virtual cluster and node id (-1 for the bootstrap) of an SNI host, in time
@@ -156,7 +167,15 @@ func (s *snapshot) route(host string) (*vcRoute, int32, bool) {
 			j++
 		}
 		if r, ok := s.byPattern[host[:i]+placeholder+host[j:]]; ok {
-			if id, ok := r.cfg.MatchBroker(host); ok {
+			if id, ok := r.brokerNames().Match(host); ok {
+				return r, id, true
+			}
+		}
+	}
+	// A hash mapping's token ends the first label (config.HashedPatternKey).
+	if key, ok := config.HashedPatternKey(host); ok {
+		if r, ok := s.byPattern[key]; ok && r.brokerNames().Hashed() {
+			if id, ok := r.names.Match(host); ok {
 				return r, id, true
 			}
 		}
