@@ -143,9 +143,19 @@ func (t *translator) attach(route *kroxyliciousv1alpha1.KafkaRoute, pr kroxylici
 	if p != nil {
 		return p, t.refsProblem(route, pr), brokers
 	}
+	mapping, p := brokerMapping(pr)
+	if p == nil && mapping == kroxyliciousv1alpha1.BrokerIdentityMappingHash {
+		p = t.hashHosts(hosts)
+	}
+	if p != nil {
+		return p, t.refsProblem(route, pr), brokers
+	}
 	// 4. The references (backend, filters, upstream TLS), with their effects held back in fx.
 	fx := newEffects()
 	b, resolved := t.resolveRefs(fx, route, pr)
+	if mapping == kroxyliciousv1alpha1.BrokerIdentityMappingHash {
+		fx.mount(BrokerIdentitySecretName(t.gw.Name), BrokerIdentityDir)
+	}
 	// 5. The plan: the virtual clusters, Services and Routes the parentRef adds.
 	plan := t.plan(route.Name, listeners, hosts, ids, b, resolved == nil)
 	if p := t.checkPlan(route.Name, plan); p != nil {
@@ -206,11 +216,11 @@ func (t *translator) selectListeners(pr kroxyliciousv1alpha1.KafkaRouteParentRef
 
 // brokerIDs are a parentRef's broker ids, sorted and each once.
 func brokerIDs(pr kroxyliciousv1alpha1.KafkaRouteParentReference) ([]int32, *refProblem) {
+	if _, p := brokerMapping(pr); p != nil {
+		return nil, p
+	}
 	idSet := map[int32]bool{}
 	for _, b := range pr.Brokers {
-		if b.BrokerIdentityMapping != nil && *b.BrokerIdentityMapping != kroxyliciousv1alpha1.BrokerIdentityMappingIdentity {
-			return nil, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("brokerIdentityMapping %q is not supported: only %q", *b.BrokerIdentityMapping, kroxyliciousv1alpha1.BrokerIdentityMappingIdentity)}
-		}
 		for _, id := range b.AdvertisedBrokerIds {
 			if id < 0 {
 				return nil, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("broker id %d is negative", id)}
@@ -301,6 +311,7 @@ func (t *translator) plan(route string, listeners []*listenerState, hosts []gate
 				Discovery:       b.discovery,
 				Filters:         b.filters,
 				AdvertisedPort:  gatewaymodel.AdvertisedPort(h.Exposure, t.parentRefs),
+				BrokerIdentity:  brokerIdentity(h),
 			}
 			p.sni = append(p.sni, pendingSNI{l, sniClaim{route, vc}})
 			if serve && l.usable {

@@ -174,6 +174,9 @@ func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, ya
 		}
 		objs.add(KindSecret, name, toUnstructured(s))
 	}
+	if s := t.brokerKeySecret(); s != nil {
+		objs.add(KindSecret, s.Name, toUnstructured(s))
+	}
 	dep := t.deployment(cfg)
 	objs.add(KindDeployment, dep.Name, toUnstructured(dep))
 	if pdb := t.podDisruptionBudget(); pdb != nil {

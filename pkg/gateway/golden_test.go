@@ -59,6 +59,8 @@ func loadCase(t *testing.T, path string) *Snapshot {
 		ClusterDomain: "svc.cluster.local", ProxyImage: "ghcr.io/kafkalink/kafkalink-proxy:test",
 		OpenShiftRoutes: true, TLSRoutes: true, ReferenceGrants: true, StrimziKafkas: true, TLSRouteTimeout: 5 * time.Minute,
 		Now: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
+		// A fixed "fresh" key, so cases of the hash mapping without a key Secret are stable.
+		FreshBrokerKey: bytes.Repeat([]byte{1}, 32),
 	}}
 	var gateways []*kroxyliciousv1alpha1.KafkaGateway
 	var params []*kroxyliciousv1alpha1.KafkaGatewayParameters

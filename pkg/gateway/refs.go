@@ -224,6 +224,10 @@ func (t *translator) permittedCopies() map[string]bool {
 	for name := range t.kafkaCACopies() {
 		keep[name] = true
 	}
+	// The hash mapping's key outlives a hold: a new key would rename every hashed broker.
+	if s := t.secrets[types.NamespacedName{Namespace: t.ns, Name: BrokerIdentitySecretName(t.gw.Name)}]; s != nil && s.Labels[wellknown.LabelGateway] == t.gw.Name {
+		keep[s.Name] = true
+	}
 	for _, route := range t.s.Routes {
 		if route == nil || route.Namespace != t.ns {
 			continue

@@ -80,6 +80,9 @@ type translator struct {
 	tlsRoutes    map[string]*desiredRoute
 	// policies are every KafkaBackendTLSPolicy with what this gateway found out about it.
 	policies map[types.NamespacedName]*policyState
+	// needBrokerKey is set when an attached parentRef names its brokers by the hash mapping:
+	// the key Secret is generated (brokerKeySecret).
+	needBrokerKey bool
 	// fipsFor names what puts the proxy in FIPS 140-3 mode (config.Config.NeedsFIPS), if anything.
 	fipsFor string
 }

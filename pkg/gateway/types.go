@@ -171,6 +171,9 @@ type Environment struct {
 	// generates for its routes (--max-generated-objects-per-gateway); 0 is
 	// DefaultMaxGeneratedObjectsPerGateway.
 	MaxGeneratedObjects int
+	// FreshBrokerKey is a random key (config.BrokerKeySize bytes) for the brokerIdentityMapping
+	// hash, used only while the gateway has no key Secret yet: the generated Secret then keeps it.
+	FreshBrokerKey []byte
 	// Now is the time of the snapshot, for the TLSRoute deadline.
 	Now time.Time
 }

@@ -2,6 +2,7 @@ package gatewaycontroller
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"github.com/kafkalink/kafkalink/pkg/gatewaymodel"
 	"github.com/kafkalink/kafkalink/pkg/strimzi"
 	"github.com/kafkalink/kafkalink/pkg/wellknown"
+	proxyconfig "github.com/kafkalink/kafkalink/proxy/config"
 )
 
 // Event reasons beyond the condition reasons.
@@ -143,6 +145,9 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if s.Secrets, err = c.gatherSecrets(ctx, gw, s.Policies, s.Filters, append(kafkaCASecrets(backendKafkas(s.Routes, s.Kafkas)), routesSecrets(s.Routes)...)); err != nil {
 		return nil, err
 	}
+	if s.Env.FreshBrokerKey, err = c.brokerKey(ctx, gw, s); err != nil {
+		return nil, err
+	}
 	if store := c.grants.Indexer(); store != nil {
 		for _, o := range store.List() {
 			if g, ok := o.(*gatewayv1beta1.ReferenceGrant); ok {
@@ -184,6 +189,55 @@ func (c *Controller) gatherParents(ns string, params *kroxyliciousv1alpha1.Kafka
 		}
 	}
 	return out
+}
+
+// brokerKey offers a fresh key for the brokerIdentityMapping hash when one of the gateway's
+// routes uses it and the gateway's key Secret is not in the snapshot. The cache may not have the
+// Secret this controller created a moment ago, and a new key would rename every hashed broker,
+// so the Secret is read from the API server first; if it exists there, it joins the snapshot
+// and no fresh key is offered.
+func (c *Controller) brokerKey(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, s *gateway.Snapshot) ([]byte, error) {
+	if !usesHashMapping(gw.Name, s.Routes) {
+		return nil, nil
+	}
+	name := gateway.BrokerIdentitySecretName(gw.Name)
+	ours := func(sec *corev1.Secret) bool { return sec.Labels[wellknown.LabelGateway] == gw.Name }
+	for _, sec := range s.Secrets {
+		if sec.Namespace == gw.Namespace && sec.Name == name && ours(sec) {
+			return nil, nil
+		}
+	}
+	sec, err := c.env.Clients.Kube.CoreV1().Secrets(gw.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil && ours(sec):
+		s.Secrets = append(s.Secrets, sec)
+		return nil, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	// None, or one the gateway did not generate: the generated one then reports NameInUse.
+	key := make([]byte, proxyconfig.BrokerKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// usesHashMapping reports whether a route names gateway with brokerIdentityMapping hash.
+func usesHashMapping(gateway_ string, routes []*kroxyliciousv1alpha1.KafkaRoute) bool {
+	for _, r := range routes {
+		for _, pr := range r.Spec.ParentRefs {
+			if !gatewaymodel.IsGatewayParent(pr) || string(pr.Name) != gateway_ {
+				continue
+			}
+			for _, b := range pr.Brokers {
+				if ptr.Deref(b.BrokerIdentityMapping, "") == kroxyliciousv1alpha1.BrokerIdentityMappingHash {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // environment is what the translator reads from the operator rather than from objects.

@@ -49,6 +49,9 @@ type Host struct {
 	BrokerPattern string
 	// Exposure is how the hostname is exposed.
 	Exposure Exposure
+	// Names, when set, name the brokers (config.BrokerNames: the hash mapping); unset, a
+	// broker's host holds its node id.
+	Names *config.BrokerNames
 }
 
 // ResolveHost applies the hostname convention (prefix-%.suffix gives prefix-bootstrap.suffix and
@@ -119,6 +122,9 @@ func (h Host) BootstrapServiceName() string { return firstLabel(h.Bootstrap) }
 
 // BrokerHost is the host of broker id.
 func (h Host) BrokerHost(id int32) string {
+	if h.Names != nil {
+		return h.Names.Host(id)
+	}
 	return strings.Replace(h.BrokerPattern, config.NodeIDPlaceholder, strconv.FormatInt(int64(id), 10), 1)
 }
 

@@ -179,6 +179,14 @@ func validateAdvertisedAddresses(errs *fieldErrs, path string, vc *VirtualCluste
 	}
 }
 
+// ValidateVirtualClusterHosts checks the host names a virtual cluster gives clients, as Validate
+// does, for the operator to refuse a route before it writes a configuration the proxy refuses.
+func ValidateVirtualClusterHosts(vc *VirtualCluster) error {
+	var errs fieldErrs
+	validateAdvertisedAddresses(&errs, "virtualCluster", vc)
+	return errors.Join(errs...)
+}
+
 // validateBrokerIdentity checks the hash mapping: a key file, and a broker pattern whose
 // placeholder ends its first label (where the proxy looks for the token, HashedPatternKey), with
 // room there for the token.

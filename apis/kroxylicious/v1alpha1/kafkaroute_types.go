@@ -111,9 +111,12 @@ type KafkaRouteParentReference struct {
 // +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9][-a-z0-9]*%[-a-z0-9]*(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$')",message="hostname must be lower-case DNS labels with at least two labels, as in my-cluster-%.example.com"
 type PercentHostname string
 
-// BrokerIdentityMappingIdentity exposes target node N as virtual broker N, the only mapping
-// implemented; the seed names "hash" as a later addition.
+// BrokerIdentityMappingIdentity names broker N's host by its node id: prefix-broker-N.suffix.
 const BrokerIdentityMappingIdentity = "identity"
+
+// BrokerIdentityMappingHash names each broker's host by a keyed token that does not reveal its
+// node id: prefix-broker-<26 characters>.suffix, stable while the gateway's key Secret lives.
+const BrokerIdentityMappingHash = "hash"
 
 // BrokerTopology lists node ids of the target cluster.
 type BrokerTopology struct {
@@ -124,8 +127,10 @@ type BrokerTopology struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:Minimum=0
 	AdvertisedBrokerIds []int32 `json:"advertisedBrokerIds"`
-	// BrokerIdentityMapping maps target node ids to advertised ones; identity when unset. Other
-	// values are accepted by the schema and reported as UnsupportedValue in the route's status.
+	// BrokerIdentityMapping is how broker host names are made from node ids: identity (the
+	// default: prefix-broker-N.suffix) or hash (a keyed token per node id, which hides the ids
+	// from host names). Other values are accepted by the schema and reported as
+	// UnsupportedValue in the route's status.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	BrokerIdentityMapping *string `json:"brokerIdentityMapping,omitempty"`
