@@ -25,8 +25,10 @@ package v1alpha1
 type BrokerTopologyApplyConfiguration struct {
 	// AdvertisedBrokerIds are the node ids clients are told about.
 	AdvertisedBrokerIds []int32 `json:"advertisedBrokerIds,omitempty"`
-	// BrokerIdentityMapping maps target node ids to advertised ones; identity when unset. Other
-	// values are accepted by the schema and reported as UnsupportedValue in the route's status.
+	// BrokerIdentityMapping is how broker host names are made from node ids: identity (the
+	// default: prefix-broker-N.suffix) or hash (a keyed token per node id, which hides the ids
+	// from host names). Other values are accepted by the schema and reported as
+	// UnsupportedValue in the route's status.
 	BrokerIdentityMapping *string `json:"brokerIdentityMapping,omitempty"`
 }
 
