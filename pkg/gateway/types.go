@@ -258,10 +258,11 @@ type Result struct {
 	// PruneKinds are the kinds whose stale generated objects may be deleted; a kind whose API is
 	// not served is left out.
 	PruneKinds []string
-	// KeepCopies, when Hold is set, names the cross-namespace Secret copies that are still
-	// permitted. Every other generated Secret (all are copies) was made under a ReferenceGrant
-	// since withdrawn, or for a reference since removed, and is deleted even while the gateway is
-	// held: a revoked grant must not leave the copy readable in the gateway's namespace.
+	// KeepCopies, when Hold is set, names the generated Secrets to keep: the cross-namespace
+	// Secret copies that are still permitted, and the broker identity key Secret. Every other
+	// generated Secret is a copy made under a ReferenceGrant since withdrawn, or for a reference
+	// since removed, and is deleted even while the gateway is held: a revoked grant must not
+	// leave the copy readable in the gateway's namespace.
 	KeepCopies map[string]bool
 }
 
