@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/proxy/config"
 )
 
@@ -71,5 +72,20 @@ func TestHashedBrokerNamesAreStableAndMatchTheProxy(t *testing.T) {
 	s.Env.FreshBrokerKey = bytes.Repeat([]byte{2}, config.BrokerKeySize)
 	if again := hashedServiceNames(Translate(s)); strings.Join(again, " ") != strings.Join(names, " ") {
 		t.Errorf("with the key Secret and another fresh key the Services are %v, were %v", again, names)
+	}
+}
+
+// A gateway held by an error keeps its key Secret, which the controller would otherwise prune
+// with withdrawn Secret copies: a new key would rename every hashed broker.
+func TestHeldGatewayKeepsItsBrokerKey(t *testing.T) {
+	s := loadCase(t, filepath.Join("testdata", "broker-identity-hash-key-kept.in.yaml"))
+	s.Gateway.Spec.Infrastructure = &kroxyliciousv1alpha1.GatewayInfrastructure{ParametersRef: &kroxyliciousv1alpha1.LocalParametersReference{
+		Group: "kroxylicious.io", Kind: "KafkaGatewayParameters", Name: "missing"}}
+	res := Translate(s)
+	if !res.Hold {
+		t.Fatal("the gateway is not held")
+	}
+	if !res.KeepCopies[BrokerIdentitySecretName("simple")] {
+		t.Errorf("KeepCopies %v lacks the key Secret", res.KeepCopies)
 	}
 }
