@@ -76,8 +76,10 @@ func (t *translator) build(res *Result) {
 	addresses, unassigned := t.addresses()
 	// 4. Status, once: the gateway's conditions and listeners, then the policies'.
 	pr := progress{problems: objs.problems, deploymentReady: t.deploymentAvailable(), unassigned: len(unassigned) > 0}
-	for _, why := range t.refusedParents {
-		pr.problems = append(pr.problems, &refProblem{reason: ReasonParentTerminatesTLS, message: why})
+	if len(t.tlsRoutes) > 0 { // a parent no host needs a TLSRoute for is not used
+		for _, why := range t.refusedParents {
+			pr.problems = append(pr.problems, &refProblem{reason: ReasonParentTerminatesTLS, message: why})
+		}
 	}
 	if len(tls.timedOut) > 0 {
 		pr.problems = append(pr.problems, &refProblem{reason: ReasonTLSRouteNotAccepted, message: fmt.Sprintf("no Gateway API parent accepted TLSRoutes %s within %s", strings.Join(limit(tls.timedOut, maxListedNames), ", "), t.s.Env.TLSRouteTimeout)})

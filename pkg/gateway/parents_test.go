@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"path/filepath"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -52,5 +55,17 @@ func TestTerminatingListener(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A terminating parent is refused only when a host needs a TLSRoute under it.
+func TestTerminatingParentUnusedWithoutTLSRoutes(t *testing.T) {
+	s := loadCase(t, filepath.Join("testdata", "tlsroute-terminate.in.yaml"))
+	if c := meta.FindStatusCondition(Translate(s).GatewayStatus.Conditions, ConditionProgrammed); c == nil || c.Reason != ReasonParentTerminatesTLS {
+		t.Fatalf("with TLSRoutes, Programmed: %+v", c)
+	}
+	s.Routes[0].Spec.ParentRefs[0].Hostnames = []kroxyliciousv1alpha1.PercentHostname{"kafka-%.svc.cluster.local"}
+	if c := meta.FindStatusCondition(Translate(s).GatewayStatus.Conditions, ConditionProgrammed); c == nil || c.Reason == ReasonParentTerminatesTLS {
+		t.Errorf("without TLSRoutes, Programmed: %+v", c)
 	}
 }

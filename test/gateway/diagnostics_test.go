@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -157,8 +158,8 @@ func setPoolNodeIDs(t *testing.T, ns, name string, ids ...int64) {
 }
 
 // brokerIdentityYAML is a gateway whose route names brokers by the hash mapping, on an
-// in-cluster hostname (per-broker Services), and whose parameters name a Gateway API Gateway
-// whose TLS listener terminates TLS.
+// in-cluster hostname (per-broker Services), and on one TLSRoutes expose under a Gateway API
+// Gateway whose TLS listener terminates TLS.
 const brokerIdentityYAML = `
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -190,7 +191,7 @@ spec:
   parentRefs:
     - name: gw
       brokers: [{advertisedBrokerIds: [0, 1], brokerIdentityMapping: hash}]
-      hostnames: [hashed-%%.svc.cluster.local]
+      hostnames: [hashed-%%.svc.cluster.local, ext-%%.example.com]
       rules: [{name: r, backendRefs: [{name: backend, port: 9093}]}]
 `
 
@@ -219,6 +220,18 @@ func TestHashedBrokerNamesAndTerminatingParent(t *testing.T) {
 		t.Error("the proxy does not mount the key Secret")
 	}
 	waitGatewayCondition(t, op, ns, "gw", "Programmed", metav1.ConditionFalse, "ParentTerminatesTLS")
+	poll(t, op, "TLSRoutes that name no terminating parent", func() (bool, error) {
+		list, err := dyn.Resource(gvrTLSRoute).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(list.Items) != 3 {
+			return false, fmt.Errorf("TLSRoutes: %v %d", err, len(list.Items))
+		}
+		for _, r := range list.Items {
+			if parents, _, _ := unstructured.NestedSlice(r.Object, "spec", "parentRefs"); len(parents) != 0 {
+				return false, fmt.Errorf("TLSRoute %s names %v", r.GetName(), parents)
+			}
+		}
+		return true, nil
+	})
 
 	// Reconciled again (the gateway changes): the same names.
 	kubectl(t, "annotate", "-n", ns, "kafkagateway/gw", "example.com/touch=1")
