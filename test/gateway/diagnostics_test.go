@@ -222,8 +222,11 @@ func TestHashedBrokerNamesAndTerminatingParent(t *testing.T) {
 	waitGatewayCondition(t, op, ns, "gw", "Programmed", metav1.ConditionFalse, "ParentTerminatesTLS")
 	poll(t, op, "TLSRoutes that name no terminating parent", func() (bool, error) {
 		list, err := dyn.Resource(gvrTLSRoute).Namespace(ns).List(ctx, metav1.ListOptions{})
-		if err != nil || len(list.Items) != 3 {
-			return false, fmt.Errorf("TLSRoutes: %v %d", err, len(list.Items))
+		if err != nil {
+			return false, err
+		}
+		if len(list.Items) != 3 {
+			return false, fmt.Errorf("%d TLSRoutes, want 3", len(list.Items))
 		}
 		for _, r := range list.Items {
 			if parents, _, _ := unstructured.NestedSlice(r.Object, "spec", "parentRefs"); len(parents) != 0 {
