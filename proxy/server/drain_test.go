@@ -34,9 +34,12 @@ type countedWrites struct {
 	n *atomic.Int64
 }
 
+// Write counts the bytes before it writes them: the broker may answer them, and the client
+// read that answer, before Write returns.
 func (c *countedWrites) Write(b []byte) (int, error) {
+	c.n.Add(int64(len(b)))
 	n, err := c.Conn.Write(b)
-	c.n.Add(int64(n))
+	c.n.Add(int64(n - len(b)))
 	return n, err
 }
 
