@@ -280,9 +280,9 @@ func (s *Server) upstreamFor(ctx context.Context, route *vcRoute, nodeID int32, 
 }
 
 // upstreamConn dials the broker a connection is for: the virtual cluster's bootstrap, or the
-// broker of its node id. A broker the proxy does not know yet answers the client's ApiVersions
-// with BROKER_NOT_AVAILABLE (clients retry with a metadata refresh). false: the caller closes
-// the client connection.
+// broker of its node id. A broker the proxy does not know yet, or cannot reach, answers the
+// client's ApiVersions with BROKER_NOT_AVAILABLE (clients retry with a metadata refresh). false:
+// the caller closes the client connection.
 func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
 	logger := klog.FromContext(ctx)
 	vc := route.cfg.Name
@@ -306,6 +306,11 @@ func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32,
 	if err != nil {
 		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
 		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)
+		// A broker that is down refuses the client's dial, which clients retry; through the
+		// proxy the dial succeeds, and a bare close of the first request reads to clients as a
+		// TLS or SASL misconfiguration (franz-go does not retry it, and tears down its group
+		// session). The answer says what a refused dial would have.
+		answerBrokerNotAvailable(cc, first, lim.WriteTimeout.Duration)
 		return nil, addr, false
 	}
 	return up, addr, true
