@@ -2,10 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // brokerSockets lets a test crash one kfake broker: kfake's RemoveNode closes a broker's listener
@@ -238,6 +241,8 @@ func consumeLoop(ctx context.Context, cl *kgo.Client, log *sequenceLog) error {
 // group run through the proxy, then brings it back on the same port. Clients recover through
 // the proxy with retries only (a metadata refresh finds the new leader; the restarted broker is
 // dialled again by the same host name): no record is lost or written twice, no produce fails.
+// The proxy does not retry the crashed broker's refused dials (which held clients for the whole
+// upstream retry budget): a client dialling it is answered BROKER_NOT_AVAILABLE at once.
 // The recovery times are printed.
 func TestBrokerRestartBehindTheProxy(t *testing.T) {
 	const topic, partitions, victim = "restart", 3, int32(1)
@@ -254,7 +259,11 @@ func TestBrokerRestartBehindTheProxy(t *testing.T) {
 	_, victimPort, _ := net.SplitHostPort(victimAddr)
 	cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
 	pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}}}
-	p := startProxy(t, writeConfig(t, dir, pc))
+	// A retry budget far beyond the test's bound: a proxy that retried the crashed broker's
+	// refused dials would hold its clients past it.
+	path := writeConfig(t, dir, pc)
+	writeAtomic(t, path, []byte(strings.Replace(pc.yaml(), "upstreamRetryBudget: 5s", "upstreamRetryBudget: 10m", 1)))
+	p := startProxy(t, path)
 
 	seed := fmt.Sprintf("a-bootstrap.kafka.test:%d", pc.Port)
 	popts, _ := clientOpts(seed, pki.pool, "", nil)
@@ -302,6 +311,13 @@ func TestBrokerRestartBehindTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	sockets.crash(victimAddr)
+	// A client that dials the crashed broker is told it is not available, at once.
+	c := dialTLS(t, pc, pki, fmt.Sprintf("a-broker-%d.kafka.test", victim))
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	rawRequest(t, c, kmsg.NewPtrApiVersionsRequest(), 3)
+	if b, err := readFrame(c); err != nil || len(b) < 6 || int16(binary.BigEndian.Uint16(b[4:])) != kerr.BrokerNotAvailable.Code {
+		t.Fatalf("ApiVersions to the crashed broker: %x, %v; want BROKER_NOT_AVAILABLE", b, err)
+	}
 	down := waitAcked("broker crashed", crashed)
 
 	restarted := time.Now()

@@ -302,7 +302,7 @@ func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32,
 			return nil, addr, false
 		}
 	}
-	up, err := s.dialUpstream(ctx, route, addr, lim)
+	up, err := s.dialUpstream(ctx, route, addr, nodeID >= 0, lim)
 	if err != nil {
 		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
 		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)
