@@ -205,6 +205,9 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 			if err := resp.ReadFrom(b[4:]); err != nil {
 				t.Fatal(err)
 			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+				t.Fatalf("Produce answered for %d topics", len(resp.Topics))
+			}
 			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 				t.Fatalf("Produce answered with error code %d", code)
 			}

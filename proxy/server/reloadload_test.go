@@ -67,8 +67,14 @@ func (l *loadConn) produce(pc proxyConfig, pki *testPKI, stop <-chan struct{}) e
 		if got := int32(binary.BigEndian.Uint32(b)); got != corr {
 			return fmt.Errorf("response correlation id %d, want %d", got, corr)
 		}
-		if err := resp.ReadFrom(b[4:]); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			return fmt.Errorf("Produce %d: %v %+v", corr, err, resp.Topics)
+		if err := resp.ReadFrom(b[4:]); err != nil {
+			return fmt.Errorf("Produce %d: %w", corr, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("Produce %d answered for %d topics", corr, len(resp.Topics))
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			return fmt.Errorf("Produce %d answered with error code %d", corr, code)
 		}
 		if d := int64(time.Since(start)); d > l.slowest.Load() {
 			l.slowest.Store(d)
