@@ -109,8 +109,9 @@ func (r pxReplica) deployment(checksum string) *appsv1.Deployment {
 // three replicas are three one-replica Deployments, and a loopback balancer over their ports
 // stands in for the Service (it skips a replica that refuses the dial, as kube-proxy skips a pod
 // that is not ready). One replica is down at a time while its successor starts: the order of a
-// rolling update with maxSurge 0 and maxUnavailable 1, which is harder on clients than the
-// maxSurge 1, maxUnavailable 0 the gateway's Deployment asks for.
+// rolling update with maxSurge 0 and maxUnavailable 1, which is harder on clients than what the
+// gateway's Deployment gets (the default strategy, 25 % and 25 %, is maxSurge 1 and
+// maxUnavailable 0 for three replicas).
 func TestProxyRollingUpdateUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("control-plane test")
