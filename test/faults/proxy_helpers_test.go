@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -174,7 +175,8 @@ func (s *pxSequences) ackedAfter(t time.Time, partitions int32) bool {
 }
 
 func (s *pxSequences) read(r *kgo.Record) error {
-	seq, err := strconv.Atoi(string(r.Value))
+	num, _, _ := bytes.Cut(r.Value, []byte(":"))
+	seq, err := strconv.Atoi(string(num))
 	if err != nil {
 		return fmt.Errorf("record value %q is no sequence number", r.Value)
 	}
@@ -204,10 +206,12 @@ func (s *pxSequences) clientError(err error) {
 	s.clientErrors = append(s.clientErrors, err.Error())
 }
 
-// pxProduce produces 0, 1, ... with at most 64 records in flight until stop, then flushes and
-// returns how many it produced.
-func pxProduce(ctx context.Context, cl *kgo.Client, s *pxSequences, stop <-chan struct{}) int {
+// pxProduce produces 0, 1, ... (each followed by ":" and padding to size bytes) with at most 64
+// records in flight until stop, then flushes and returns how many it produced. Records of a few
+// KiB make Produce requests of hundreds of KiB, which a drain is likely to find half-read.
+func pxProduce(ctx context.Context, cl *kgo.Client, s *pxSequences, size int, stop <-chan struct{}) int {
 	sem := make(chan struct{}, 64)
+	pad := bytes.Repeat([]byte("x"), size)
 	for n := 0; ; n++ {
 		select {
 		case <-stop:
@@ -215,7 +219,9 @@ func pxProduce(ctx context.Context, cl *kgo.Client, s *pxSequences, stop <-chan 
 			return n
 		case sem <- struct{}{}:
 		}
-		cl.Produce(ctx, kgo.StringRecord(strconv.Itoa(n)), func(r *kgo.Record, err error) {
+		v := strconv.AppendInt(nil, int64(n), 10)
+		v = append(append(v, ':'), pad[:max(0, size-len(v)-1)]...)
+		cl.Produce(ctx, kgo.SliceRecord(v), func(r *kgo.Record, err error) {
 			s.ack(r, err)
 			<-sem
 		})

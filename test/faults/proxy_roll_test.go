@@ -209,7 +209,7 @@ func TestProxyRollingUpdateUnderLoad(t *testing.T) {
 	seqs := newPxSequences()
 	stop := make(chan struct{})
 	produced := make(chan int, 1)
-	go func() { produced <- pxProduce(ctx, producer, seqs, stop) }()
+	go func() { produced <- pxProduce(ctx, producer, seqs, 16<<10, stop) }()
 	cctx, stopConsumer := context.WithCancel(ctx)
 	defer stopConsumer()
 	consumed := make(chan error, 1)
@@ -254,7 +254,7 @@ func TestProxyRollingUpdateUnderLoad(t *testing.T) {
 	if seqs.failed != 0 || seqs.duplicates != 0 || len(seqs.seen) != n {
 		t.Fatalf("%d records failed to produce (%v), %d written twice, %d of %d read", seqs.failed, seqs.failures, seqs.duplicates, len(seqs.seen), n)
 	}
-	fmt.Printf("proxy rolling update | %d proxy replicas rolled one at a time under an idempotent producer (acks=all) and a consumer group, %d records | lost: 0, duplicated: 0, failed: 0 (consumer redeliveries %d, errors the consumer reported and retried %d %q, dials the balancer found refused %d) | roll %v, longest stall %v; test wall time %v\n",
+	fmt.Printf("proxy rolling update | %d proxy replicas rolled one at a time under an idempotent producer (acks=all) and a consumer group, %d records of 16 KiB | lost: 0, duplicated: 0, failed: 0 (consumer redeliveries %d, errors the consumer reported and retried %d %q, dials the balancer found refused %d) | roll %v, longest stall %v; test wall time %v\n",
 		replicas, n, seqs.redelivered, len(seqs.clientErrors), seqs.clientErrors[:min(2, len(seqs.clientErrors))], lb.refused.Load(),
 		rolled.Round(time.Millisecond), seqs.stall.Round(time.Millisecond), time.Since(began).Round(time.Second))
 }
