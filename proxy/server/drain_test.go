@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -96,7 +97,10 @@ func drainingConns(s *Server) bool {
 // response, and then the connection closes. The proxy used to interrupt the read where it was:
 // the broker kept half a request, and the client no response, until the drain timeout closed
 // the connection. A drain that finds the connection between requests closes it with nothing
-// more forwarded, and one that outlasts the drain timeout closes it without a response.
+// more forwarded, and one that outlasts the drain timeout closes it without a response. With a
+// filter on the virtual cluster (requests read whole, then forwarded) a shutdown likewise lets
+// the request finish, and a reload that retires the filter chain closes the connection with
+// nothing of the request forwarded.
 func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 	value := []byte(strings.Repeat("x", 900<<10))
 	frame := produceFrame("drain", value, 7)
@@ -113,9 +117,14 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 		// follows once the connection drains, unless stall.
 		sentBefore int
 		stall      bool
+		// filtered puts a filter on the virtual cluster (RecordValidation, which reads each
+		// Produce whole before it forwards it).
+		filtered bool
 		// wantForwarded is how many of the Produce's bytes the broker is sent, when it answers.
 		wantForwarded int
 		wantResponse  bool
+		// wantNothingForwarded: the connection closes with none of the Produce sent on.
+		wantNothingForwarded bool
 	}{
 		"shutdown in the middle of a request": {drain: "shutdown", sentBefore: 256 << 10,
 			wantForwarded: len(frame), wantResponse: true},
@@ -124,6 +133,12 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 		"shutdown between requests":            {drain: "shutdown"},
 		"reload between requests":              {drain: "reload removing its virtual cluster"},
 		"client stalls past the drain timeout": {drain: "shutdown", sentBefore: 256 << 10, stall: true},
+		"shutdown in the middle of a filtered request": {drain: "shutdown", sentBefore: 256 << 10, filtered: true,
+			wantForwarded: len(frame), wantResponse: true},
+		// A reload that retires the connection's filter chain closes it at once: the chain is
+		// closed, so no response could go through it. Nothing of the request was sent on.
+		"reload in the middle of a filtered request": {drain: "reload removing its virtual cluster", sentBefore: 256 << 10, filtered: true,
+			wantNothingForwarded: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -135,6 +150,9 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 			cf, kf := writePair(t, dir, "server", pki.issue(t, "proxy", []string{"*.kafka.test"}, nil, time.Now().Add(time.Hour)))
 			pc := proxyConfig{Port: freePort(t), MgmtPort: freePort(t), CertFile: cf, KeyFile: kf, Clusters: []testCluster{
 				{Name: "a", Prefix: "a", Target: kc.ListenAddrs()[0]}, {Name: "b", Prefix: "b", Target: kc.ListenAddrs()[0]}}}
+			if tc.filtered {
+				pc.Clusters[0].FiltersYAML = validationFilter
+			}
 			path := writeConfig(t, dir, pc)
 			up := &upstreamBytes{}
 			p := startProxyWith(t, Options{ConfigPath: path, Dial: up.dial})
@@ -145,13 +163,17 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			mark := up.n.Load()
+			read := p.srv.Metrics.Bytes.WithLabelValues("a", "in")
+			readMark := testutil.ToFloat64(read)
 
 			if _, err := c.Write(frame[:tc.sentBefore]); err != nil {
 				t.Fatal(err)
 			}
-			for tc.sentBefore > 0 && up.n.Load() == mark {
+			// The drain starts once the proxy has read part of the Produce and, without
+			// filters, forwarded part of it (the filters forward a request once it is whole).
+			for tc.sentBefore > 0 && (up.n.Load() == mark && !tc.filtered || testutil.ToFloat64(read) == readMark) {
 				if ctx.Err() != nil {
-					t.Fatal("the first piece of the Produce never reached the broker")
+					t.Fatal("the first piece of the Produce never reached the proxy, or the broker")
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -183,16 +205,21 @@ func TestDrainNeverForwardsHalfARequest(t *testing.T) {
 				wrote <- err
 			}()
 			b, err := readFrame(c)
-			if werr := <-wrote; werr != nil {
-				t.Errorf("writing the rest of the Produce: %v", werr)
-			}
+			werr := <-wrote
 			if !tc.wantResponse {
-				// The proxy closes it at the drain timeout (5 s), long before the client's deadline.
+				// The proxy closes it (at the drain timeout, 5 s, when the client stalls), long
+				// before the client's deadline.
 				var ne net.Error
 				if err == nil || errors.As(err, &ne) && ne.Timeout() {
-					t.Fatalf("a request cut by the drain timeout: read %v, want the connection closed by the proxy", err)
+					t.Fatalf("read %v, want the connection closed by the proxy", err)
+				}
+				if n := up.n.Load() - mark; tc.wantNothingForwarded && n != 0 {
+					t.Fatalf("the broker was sent %d bytes of a request the proxy did not finish", n)
 				}
 				return
+			}
+			if werr != nil {
+				t.Errorf("writing the rest of the Produce: %v", werr)
 			}
 			if err != nil {
 				t.Fatalf("no response to the request in flight when the drain began: %v\n%s", err, p.logs)
