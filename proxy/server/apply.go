@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -229,13 +230,25 @@ func (s *Server) startServing(ctx context.Context, rt *listenerRT) {
 	}
 }
 
-// endStaleConnections closes the connections of removed or retargeted virtual clusters, and of
+// endStaleConnections ends the connections of removed or retargeted virtual clusters, and of
 // those whose filters changed (a connection never goes on with filters the configuration no
-// longer has); the others are untouched.
+// longer has); the others are untouched. A connection without filters drains as at shutdown:
+// the request it is reading is forwarded whole and answered, no further request is read, and
+// limits.drainTimeout bounds it. One whose filter chain is retired closes now: the chain is
+// closed below, so no response could go through it, and the filters read each request whole
+// before forwarding it, so nothing half-read has reached the broker.
 func (s *Server) endStaleConnections(next *loading) {
+	timeout := next.cfg.Limits.DrainTimeout.Duration
 	for pc := range s.conns {
-		if st := next.vcs[pc.vc]; st == nil || st != pc.state || next.chain[pc.vc] != pc.filters {
-			pc.closeNow()
+		st := next.vcs[pc.vc]
+		if st != nil && st == pc.state && next.chain[pc.vc] == pc.filters {
+			continue
 		}
+		if pc.filters != nil {
+			pc.closeNow()
+			continue
+		}
+		pc.drain()
+		time.AfterFunc(timeout, pc.closeNow)
 	}
 }

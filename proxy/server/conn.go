@@ -45,13 +45,17 @@ type proxyConn struct {
 	// filters.
 	expires func() time.Time
 	// atBoundary is set while the request side waits for a request's first bytes: a read
-	// deadline that fires then interrupts no request.
+	// deadline that fires then interrupts no request. It is set and cleared under mu, so a
+	// drain sees it agree with the read it interrupts.
 	atBoundary atomic.Bool
 
 	mu          sync.Mutex
 	draining    bool
 	idle        time.Duration
 	lastRefresh time.Time
+	// deadline is the read deadline beforeRead set last (zero: none); a request whose first
+	// bytes arrived as a drain began gets it back (requestStarted).
+	deadline time.Time
 }
 
 // beforeRead refreshes the idle deadline before the proxy waits for the next request, and
@@ -75,11 +79,11 @@ func (pc *proxyConn) beforeRead() error {
 	// Refreshing on every frame would cost a timer update per request; once a second is enough.
 	if now.Sub(pc.lastRefresh) > time.Second {
 		pc.lastRefresh = now
-		deadline := now.Add(pc.idle)
-		if !expires.IsZero() && expires.Before(deadline) {
-			deadline = expires
+		pc.deadline = now.Add(pc.idle)
+		if !expires.IsZero() && expires.Before(pc.deadline) {
+			pc.deadline = expires
 		}
-		return pc.client.SetReadDeadline(deadline)
+		return pc.client.SetReadDeadline(pc.deadline)
 	}
 	return nil
 }
@@ -108,24 +112,50 @@ type boundaryReader struct {
 
 func (b boundaryReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	if n > 0 {
-		b.pc.atBoundary.Store(false)
+	if n > 0 && b.pc.atBoundary.Load() {
+		b.pc.requestStarted()
 	}
 	return n, err
 }
 
+// requestStarted records that a request's first bytes arrived: from now on a drain lets the
+// request finish. A drain that began while those bytes were being read has set a read deadline
+// in the past, which would cut the request after its first bytes (and, on the byte-copying
+// path, after they were forwarded): the deadline beforeRead set is put back.
+func (pc *proxyConn) requestStarted() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.atBoundary.Store(false)
+	if pc.draining {
+		_ = pc.client.SetReadDeadline(pc.deadline)
+	}
+}
+
 // drain stops the request side at the next frame boundary; responses in flight still flow.
+// A request whose first bytes were read is read to its end and forwarded whole (the byte-copying
+// path forwards a frame as it arrives, so interrupting it would leave the broker half a request);
+// only a request side waiting for a request's first bytes is interrupted now. The drain
+// timeout bounds both.
 func (pc *proxyConn) drain() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	pc.draining = true
-	_ = pc.client.SetReadDeadline(time.Now())
+	if pc.atBoundary.Load() {
+		_ = pc.client.SetReadDeadline(time.Now())
+	}
 }
 
-func (pc *proxyConn) isDraining() bool {
+// stoppedForDrain reports whether the request side ended because of a drain: beforeRead
+// refused to read on, or the drain's deadline interrupted the wait for a request's first
+// bytes. A read that failed inside a request is no drain: the request is cut short, and the
+// connection is closed at once rather than left waiting for its response.
+func (pc *proxyConn) stoppedForDrain(err error) bool {
+	if errors.Is(err, errDraining) {
+		return true
+	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.draining
+	return pc.draining && pc.atBoundary.Load()
 }
 
 func (pc *proxyConn) closeNow() {
@@ -250,9 +280,9 @@ func (s *Server) upstreamFor(ctx context.Context, route *vcRoute, nodeID int32, 
 }
 
 // upstreamConn dials the broker a connection is for: the virtual cluster's bootstrap, or the
-// broker of its node id. A broker the proxy does not know yet answers the client's ApiVersions
-// with BROKER_NOT_AVAILABLE (clients retry with a metadata refresh). false: the caller closes
-// the client connection.
+// broker of its node id. A broker the proxy does not know yet, or cannot reach, answers the
+// client's ApiVersions with BROKER_NOT_AVAILABLE (clients retry with a metadata refresh). false:
+// the caller closes the client connection.
 func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32, cc countingConn, first []byte, lim config.Limits) (net.Conn, string, bool) {
 	logger := klog.FromContext(ctx)
 	vc := route.cfg.Name
@@ -272,10 +302,15 @@ func (s *Server) upstreamConn(ctx context.Context, route *vcRoute, nodeID int32,
 			return nil, addr, false
 		}
 	}
-	up, err := s.dialUpstream(ctx, route, addr, lim)
+	up, err := s.dialUpstream(ctx, route, addr, nodeID >= 0, lim)
 	if err != nil {
 		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
 		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)
+		// A broker that is down refuses the client's dial, which clients retry; through the
+		// proxy the dial succeeds, and a bare close of the first request reads to clients as a
+		// TLS or SASL misconfiguration (franz-go does not retry it, and tears down its group
+		// session). The answer says what a refused dial would have.
+		answerBrokerNotAvailable(cc, first, lim.WriteTimeout.Duration)
 		return nil, addr, false
 	}
 	return up, addr, true
@@ -374,8 +409,8 @@ func (r *connRelay) requests(first []byte, done chan<- error) {
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
 	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 	switch {
-	case r.pc.isDraining():
-		// The drain's deadline interrupted the read: let responses in flight finish.
+	case r.pc.stoppedForDrain(err):
+		// Between requests: let the responses in flight finish.
 		err = errDraining
 	case r.pc.expiredBetweenRequests(err):
 		err = errExpired

@@ -177,7 +177,7 @@ func (s *Server) dialAsProxy(ctx context.Context, route *vcRoute, nodeID int32, 
 			return nil, err
 		}
 	}
-	c, err := s.dialUpstream(ctx, route, addr, lim)
+	c, err := s.dialUpstream(ctx, route, addr, nodeID >= 0, lim)
 	if err != nil {
 		s.Metrics.UpstreamErrors.WithLabelValues(vc, "dial").Inc()
 		logger.Info("Closing connection: upstream dial failed", "upstream", addr, "err", err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -140,8 +141,13 @@ func upstreamTLS(u *config.UpstreamTLS) (*tls.Config, error) {
 }
 
 // dialUpstream connects to addr, with TLS when the virtual cluster asks for it, retrying
-// with exponential backoff within the retry budget.
-func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim config.Limits) (net.Conn, error) {
+// with exponential backoff within the retry budget. A broker's address (broker) that refuses the
+// dial is not retried: nothing listens there, the broker is down, and the client finds its
+// partitions' new leaders with a metadata refresh once it is told (BROKER_NOT_AVAILABLE), as it
+// would on a refused dial of its own. Retrying held the client's connection for the whole budget
+// (30 s by default), every partition the broker led stalled as long. The bootstrap is retried:
+// it may be a Service between two of its pods.
+func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, broker bool, lim config.Limits) (net.Conn, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = 50 * time.Millisecond
 	b.MaxInterval = 2 * time.Second
@@ -154,6 +160,9 @@ func (s *Server) dialUpstream(ctx context.Context, r *vcRoute, addr string, lim 
 		}
 		c, err := dial(ctx, "tcp", addr)
 		if err != nil {
+			if broker && errors.Is(err, syscall.ECONNREFUSED) {
+				return nil, backoff.Permanent(err)
+			}
 			return nil, err
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
@@ -221,7 +230,7 @@ func (s *Server) brokerAddress(ctx context.Context, r *vcRoute, id int32, lim co
 func (s *Server) discover(ctx context.Context, r *vcRoute, lim config.Limits) error {
 	ctx, cancel := context.WithTimeout(ctx, lim.UpstreamRetryBudget.Duration+lim.UpstreamDialTimeout.Duration)
 	defer cancel()
-	c, err := s.dialUpstream(ctx, r, r.cfg.TargetBootstrap, lim)
+	c, err := s.dialUpstream(ctx, r, r.cfg.TargetBootstrap, false, lim)
 	if err != nil {
 		return err
 	}
