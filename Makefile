@@ -49,12 +49,14 @@ e2e: test-integration ## End-to-end tests live with the control-plane tests.
 fuzz: ## A short run of every fuzz target (FUZZTIME each).
 	FUZZTIME=$(FUZZTIME) bash hack/fuzz.sh
 
-generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
+generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs, install.yaml and the Argo CD health checks.
 	bash hack/update-codegen.sh
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
+	$(GO) test -count=1 ./pkg/argocd -run TestGeneratedFiles -update
 
-testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite) from the current code; review the diff.
+testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite, Argo CD health of the gateway cases) from the current code; review the diff.
 	$(GO) test -count=1 ./pkg/gateway ./pkg/binding ./proxy/kafka -run Golden -update
+	$(GO) test -count=1 ./pkg/argocd -run Golden -update
 
 manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml (images at VERSION) and the chart's CRDs, RBAC copies and Chart.yaml.
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh

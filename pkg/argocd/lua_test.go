@@ -1,0 +1,216 @@
+package argocd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"sigs.k8s.io/yaml"
+)
+
+// manifestsDir is manifests/argocd, from this package's folder.
+const manifestsDir = "../../manifests/argocd"
+
+// healthStatus is what a script returns, as Argo CD reads it.
+type healthStatus struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// validStatuses are the codes Argo CD accepts from a script; any other becomes Unknown.
+var validStatuses = map[string]bool{"Healthy": true, "Progressing": true, "Degraded": true, "Suspended": true, "Missing": true, "Unknown": true}
+
+// runHealth runs a health script the way Argo CD runs one from argocd-cm (util/lua/lua.go): no
+// standard libraries but package, base and table, a one-second limit, the object as the global
+// obj, and a returned table read as {status, message}.
+func runHealth(script []byte, obj map[string]any) (healthStatus, error) {
+	l := lua.NewState(lua.Options{SkipOpenLibs: true})
+	defer l.Close()
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}} {
+		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
+			return healthStatus{}, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l.SetContext(ctx)
+	l.SetGlobal("obj", toLua(l, obj))
+	if err := l.DoString(string(script)); err != nil {
+		return healthStatus{}, err
+	}
+	ret, ok := l.Get(-1).(*lua.LTable)
+	if !ok {
+		return healthStatus{}, fmt.Errorf("the script returned %s, not a table", l.Get(-1).Type())
+	}
+	hs := healthStatus{Status: lua.LVAsString(ret.RawGetString("status")), Message: lua.LVAsString(ret.RawGetString("message"))}
+	if !validStatuses[hs.Status] {
+		return hs, fmt.Errorf("the script returned status %q, which Argo CD turns into Unknown", hs.Status)
+	}
+	return hs, nil
+}
+
+// toLua converts a decoded JSON value as Argo CD's decodeValue does.
+func toLua(l *lua.LState, v any) lua.LValue {
+	switch v := v.(type) {
+	case bool:
+		return lua.LBool(v)
+	case float64:
+		return lua.LNumber(v)
+	case int64:
+		return lua.LNumber(v)
+	case string:
+		return lua.LString(v)
+	case []any:
+		t := l.CreateTable(len(v), 0)
+		for _, item := range v {
+			t.Append(toLua(l, item))
+		}
+		return t
+	case map[string]any:
+		t := l.CreateTable(0, len(v))
+		for k, item := range v {
+			t.RawSetH(lua.LString(k), toLua(l, item))
+		}
+		return t
+	}
+	return lua.LNil
+}
+
+// readObject reads a YAML object as Argo CD gets it: JSON types.
+func readObject(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return obj
+}
+
+// healthTests is Argo CD's health_test.yaml.
+type healthTests struct {
+	Tests []struct {
+		HealthStatus healthStatus `json:"healthStatus"`
+		InputPath    string       `json:"inputPath"`
+	} `json:"tests"`
+}
+
+// TestHealthChecks runs every check on the golden objects its health_test.yaml lists, as Argo
+// CD's own resource_customizations tests do, and needs every testdata file to be listed.
+func TestHealthChecks(t *testing.T) {
+	for _, c := range Checks {
+		t.Run(c.Group+"/"+c.Kind, func(t *testing.T) {
+			dir := filepath.Join(manifestsDir, c.Dir())
+			script, err := os.ReadFile(filepath.Join(dir, "health.lua"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "health_test.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tests healthTests
+			if err := yaml.UnmarshalStrict(data, &tests); err != nil {
+				t.Fatal(err)
+			}
+			if len(tests.Tests) == 0 {
+				t.Fatal("health_test.yaml lists no tests")
+			}
+			listed := map[string]bool{}
+			for _, tc := range tests.Tests {
+				listed[filepath.Clean(tc.InputPath)] = true
+				obj := readObject(t, filepath.Join(dir, tc.InputPath))
+				if obj["kind"] != c.Kind {
+					t.Errorf("%s: kind %v, want %s", tc.InputPath, obj["kind"], c.Kind)
+				}
+				got, err := runHealth(script, obj)
+				if err != nil {
+					t.Errorf("%s: %v", tc.InputPath, err)
+					continue
+				}
+				if got != tc.HealthStatus {
+					t.Errorf("%s:\n got %+v\nwant %+v", tc.InputPath, got, tc.HealthStatus)
+				}
+			}
+			inputs, _ := filepath.Glob(filepath.Join(dir, "testdata", "*.yaml"))
+			for _, in := range inputs {
+				rel, _ := filepath.Rel(dir, in)
+				if !listed[rel] {
+					t.Errorf("%s is not in health_test.yaml", rel)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryReasonIsJudgedAsClassified gives each check an object whose one condition has each
+// reason it classifies, in the condition's bad state and then its good state, and needs the
+// health the table says: the scripts read the table they were generated with.
+func TestEveryReasonIsJudgedAsClassified(t *testing.T) {
+	for _, c := range Checks {
+		if c.Static != "" {
+			continue
+		}
+		script, err := c.Script()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for reason, class := range c.Reasons {
+			for _, good := range []bool{false, true} {
+				obj := withCondition(c.Kind, reason, good)
+				got, err := runHealth(script, obj)
+				if err != nil {
+					t.Fatalf("%s %s: %v", c.Kind, reason, err)
+				}
+				want := class
+				switch {
+				case good && class != Degraded:
+					want = Healthy
+				case !good && class == Healthy:
+					want = Degraded // a good reason on a bad status is not something kafkalink writes
+				}
+				if got.Status != string(want) {
+					t.Errorf("%s with reason %s (good status %v): %s (%q), want %s", c.Kind, reason, good, got.Status, got.Message, want)
+				}
+			}
+		}
+	}
+}
+
+// withCondition is an object of a kind whose deciding condition has a reason, in its good
+// (True) or bad (False) state; the other conditions it needs are good.
+func withCondition(kind, reason string, good bool) map[string]any {
+	status := "False"
+	if good {
+		status = "True"
+	}
+	cond := func(typ, reason, status string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": "m", "observedGeneration": float64(1)}
+	}
+	ok := func(typ string) map[string]any { return cond(typ, typ, "True") }
+	parent := func(conds ...any) map[string]any {
+		return map[string]any{"controllerName": "kafkalink.io/gateway-controller", "parentRef": map[string]any{"name": "gw"}, "ancestorRef": map[string]any{"name": "gw"}, "conditions": conds}
+	}
+	var st map[string]any
+	switch kind {
+	case "KafkaConnection":
+		st = map[string]any{"observedGeneration": float64(1), "conditions": []any{cond("Ready", reason, status)}}
+	case "KafkaGateway":
+		st = map[string]any{"conditions": []any{ok("Accepted"), cond("Programmed", reason, status)}}
+	case "KafkaRoute":
+		st = map[string]any{"parents": []any{parent(ok("Accepted"), cond("ResolvedRefs", reason, status))}}
+	case "KafkaBackendTLSPolicy":
+		st = map[string]any{"ancestors": []any{parent(cond("Accepted", reason, status))}}
+	}
+	return map[string]any{"kind": kind, "metadata": map[string]any{"name": "x", "generation": float64(1)}, "status": st}
+}
