@@ -42,9 +42,9 @@ const (
 	packageName = "kafkalink"
 	// channel follows OLM's channel naming (candidate, fast, stable): kafkalink is pre-1.0.
 	channel = "candidate"
-	// minKubeVersion is the Kubernetes version docs/install.md's compatibility table lists: the
-	// one every control-plane test runs on.
-	minKubeVersion = "1.36.0"
+	// minKubeVersion is the oldest Kubernetes docs/install.md ("Before you start") supports;
+	// the control-plane tests run 1.36.
+	minKubeVersion = "1.30.0"
 	// serviceAccount is the operator's ServiceAccount in manifests/rbac and the Deployment.
 	serviceAccount = "kafkalink-operator"
 	// targetNamespacesEnv carries OLM's olm.targetNamespaces annotation (the OperatorGroup's
