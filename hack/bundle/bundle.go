@@ -166,8 +166,11 @@ func documents(path string) ([][]byte, error) {
 // readCRDs copies manifests/crds into the bundle as they are and returns them parsed.
 func readCRDs(root string, files map[string][]byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	paths, err := filepath.Glob(filepath.Join(root, "manifests/crds/*.yaml"))
-	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no CRDs under %s/manifests/crds: %v", root, err)
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no CRDs under %s/manifests/crds", root)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, p := range paths {
@@ -194,8 +197,11 @@ func readCRDs(root string, files map[string][]byte) ([]*apiextensionsv1.CustomRe
 // to its ServiceAccount) and copies the roles for others into the bundle.
 func readRBAC(root string, files map[string][]byte) ([]rbacv1.PolicyRule, error) {
 	paths, err := filepath.Glob(filepath.Join(root, "manifests/rbac/*.yaml"))
-	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no RBAC under %s/manifests/rbac: %v", root, err)
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no RBAC under %s/manifests/rbac", root)
 	}
 	var rules []rbacv1.PolicyRule
 	for _, p := range paths {
