@@ -1,87 +1,15 @@
 package argocd
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	lua "github.com/yuin/gopher-lua"
 	"sigs.k8s.io/yaml"
 )
 
 // manifestsDir is manifests/argocd, from this package's folder.
 const manifestsDir = "../../manifests/argocd"
-
-// healthStatus is what a script returns, as Argo CD reads it.
-type healthStatus struct {
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-// validStatuses are the codes Argo CD accepts from a script; any other becomes Unknown.
-var validStatuses = map[string]bool{"Healthy": true, "Progressing": true, "Degraded": true, "Suspended": true, "Missing": true, "Unknown": true}
-
-// runHealth runs a health script the way Argo CD runs one from argocd-cm (util/lua/lua.go): no
-// standard libraries but package, base and table, a one-second limit, the object as the global
-// obj, and a returned table read as {status, message}.
-func runHealth(script []byte, obj map[string]any) (healthStatus, error) {
-	l := lua.NewState(lua.Options{SkipOpenLibs: true})
-	defer l.Close()
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{{lua.LoadLibName, lua.OpenPackage}, {lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}} {
-		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.open), NRet: 0, Protect: true}, lua.LString(lib.name)); err != nil {
-			return healthStatus{}, err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	l.SetContext(ctx)
-	l.SetGlobal("obj", toLua(l, obj))
-	if err := l.DoString(string(script)); err != nil {
-		return healthStatus{}, err
-	}
-	ret, ok := l.Get(-1).(*lua.LTable)
-	if !ok {
-		return healthStatus{}, fmt.Errorf("the script returned %s, not a table", l.Get(-1).Type())
-	}
-	hs := healthStatus{Status: lua.LVAsString(ret.RawGetString("status")), Message: lua.LVAsString(ret.RawGetString("message"))}
-	if !validStatuses[hs.Status] {
-		return hs, fmt.Errorf("the script returned status %q, which Argo CD turns into Unknown", hs.Status)
-	}
-	return hs, nil
-}
-
-// toLua converts a decoded JSON value as Argo CD's decodeValue does.
-func toLua(l *lua.LState, v any) lua.LValue {
-	switch v := v.(type) {
-	case bool:
-		return lua.LBool(v)
-	case float64:
-		return lua.LNumber(v)
-	case int64:
-		return lua.LNumber(v)
-	case string:
-		return lua.LString(v)
-	case []any:
-		t := l.CreateTable(len(v), 0)
-		for _, item := range v {
-			t.Append(toLua(l, item))
-		}
-		return t
-	case map[string]any:
-		t := l.CreateTable(0, len(v))
-		for k, item := range v {
-			t.RawSetH(lua.LString(k), toLua(l, item))
-		}
-		return t
-	}
-	return lua.LNil
-}
 
 // readObject reads a YAML object as Argo CD gets it: JSON types.
 func readObject(t *testing.T, path string) map[string]any {
@@ -100,8 +28,8 @@ func readObject(t *testing.T, path string) map[string]any {
 // healthTests is Argo CD's health_test.yaml.
 type healthTests struct {
 	Tests []struct {
-		HealthStatus healthStatus `json:"healthStatus"`
-		InputPath    string       `json:"inputPath"`
+		HealthStatus Result `json:"healthStatus"`
+		InputPath    string `json:"inputPath"`
 	} `json:"tests"`
 }
 
@@ -133,7 +61,7 @@ func TestHealthChecks(t *testing.T) {
 				if obj["kind"] != c.Kind {
 					t.Errorf("%s: kind %v, want %s", tc.InputPath, obj["kind"], c.Kind)
 				}
-				got, err := runHealth(script, obj)
+				got, err := Run(script, obj)
 				if err != nil {
 					t.Errorf("%s: %v", tc.InputPath, err)
 					continue
@@ -168,7 +96,7 @@ func TestEveryReasonIsJudgedAsClassified(t *testing.T) {
 		for reason, class := range c.Reasons {
 			for _, good := range []bool{false, true} {
 				obj := withCondition(c.Kind, reason, good)
-				got, err := runHealth(script, obj)
+				got, err := Run(script, obj)
 				if err != nil {
 					t.Fatalf("%s %s: %v", c.Kind, reason, err)
 				}

@@ -53,7 +53,7 @@ func TestGoldenTranslatorHealth(t *testing.T) {
 		unhealthy := false
 		judge := func(kind, objName string, status map[string]any) {
 			obj := map[string]any{"kind": kind, "metadata": map[string]any{"name": objName}, "status": status}
-			hs, err := runHealth(scripts[kind], obj)
+			hs, err := Run(scripts[kind], obj)
 			if err != nil {
 				t.Errorf("%s: %s %s: %v", name, kind, objName, err)
 				return
