@@ -142,3 +142,86 @@ func withCondition(kind, reason string, good bool) map[string]any {
 	}
 	return map[string]any{"kind": kind, "metadata": map[string]any{"name": "x", "generation": float64(1)}, "status": st}
 }
+
+// TestScriptsSurviveMissingFields runs every check on every golden object with each field of
+// its status and metadata left out in turn (required ones too: an object from an older or newer
+// kafkalink, or written by hand) and needs a valid health every time, never a Lua error, which
+// Argo CD would show instead of the health.
+func TestScriptsSurviveMissingFields(t *testing.T) {
+	for _, c := range Checks {
+		script, err := c.Script()
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs, _ := filepath.Glob(filepath.Join(manifestsDir, c.Dir(), "testdata", "*.yaml"))
+		for _, in := range inputs {
+			obj := readObject(t, in)
+			for _, path := range fieldPaths(obj, nil) {
+				if path[0] != "status" && path[0] != "metadata" {
+					continue
+				}
+				pruned := withoutField(obj, path)
+				if _, err := Run(script, pruned); err != nil {
+					t.Errorf("%s without %v: %v", in, path, err)
+				}
+			}
+		}
+	}
+}
+
+// fieldPaths lists the path of every map key and list item below v.
+func fieldPaths(v any, prefix []any) [][]any {
+	var out [][]any
+	switch v := v.(type) {
+	case map[string]any:
+		for k, item := range v {
+			p := append(append([]any{}, prefix...), k)
+			out = append(out, p)
+			out = append(out, fieldPaths(item, p)...)
+		}
+	case []any:
+		for i, item := range v {
+			p := append(append([]any{}, prefix...), i)
+			out = append(out, p)
+			out = append(out, fieldPaths(item, p)...)
+		}
+	}
+	return out
+}
+
+// withoutField is a deep copy of obj without the field or list item at path.
+func withoutField(obj map[string]any, path []any) map[string]any {
+	var cp func(v any, path []any) any
+	cp = func(v any, path []any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, item := range v {
+				if len(path) > 0 && path[0] == k {
+					if len(path) == 1 {
+						continue
+					}
+					out[k] = cp(item, path[1:])
+				} else {
+					out[k] = cp(item, nil)
+				}
+			}
+			return out
+		case []any:
+			out := []any{}
+			for i, item := range v {
+				if len(path) > 0 && path[0] == i {
+					if len(path) == 1 {
+						continue
+					}
+					out = append(out, cp(item, path[1:]))
+				} else {
+					out = append(out, cp(item, nil))
+				}
+			}
+			return out
+		}
+		return v
+	}
+	return cp(obj, path).(map[string]any)
+}

@@ -11,11 +11,11 @@ local g = generation()
 if stale(ready) or (g ~= nil and status.observedGeneration ~= nil and status.observedGeneration < g) then
   return { status = "Progressing", message = waitingFor("kafkalink") }
 end
-hs.message = ready.message or ready.reason
+hs.message = named(ready.message or ready.reason)
 judge("", ready, "True")
 if status.targets ~= nil then
   for _, target in ipairs(status.targets) do
-    judgeCopy("target " .. target.name .. ": ", target, target.synced)
+    judgeCopy("target " .. named(target.name) .. ": ", target, target.synced)
   end
 end
 return hs

@@ -12,7 +12,7 @@ end
 if accepted == nil or programmed == nil or anyStale(status.conditions) then
   return { status = "Progressing", message = waitingFor("kafkalink") }
 end
-hs.message = programmed.message or programmed.reason
+hs.message = named(programmed.message or programmed.reason)
 judge("", accepted, "True")
 local resolved = find(status.conditions, "ResolvedRefs")
 if resolved ~= nil then
@@ -24,14 +24,14 @@ if status.listeners ~= nil then
     for _, conditionType in ipairs({ "Accepted", "ResolvedRefs", "Programmed" }) do
       local c = find(listener.conditions, conditionType)
       if c ~= nil then
-        judge("listener " .. listener.name .. ": ", c, "True")
+        judge("listener " .. named(listener.name) .. ": ", c, "True")
       end
     end
   end
 end
 if status.members ~= nil then
   for _, member in ipairs(status.members) do
-    judgeCopy("member " .. member.name .. ": ", member, member.programmed)
+    judgeCopy("member " .. named(member.name) .. ": ", member, member.programmed)
   end
 end
 return hs

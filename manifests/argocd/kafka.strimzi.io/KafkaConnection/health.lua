@@ -52,6 +52,15 @@ local function worse(status, message)
   end
 end
 
+-- named is a field for a message, "?" when it is missing: a health check must not fail on an
+-- object written by another version of kafkalink or by hand.
+local function named(v)
+  if v == nil then
+    return "?"
+  end
+  return tostring(v)
+end
+
 -- find is the condition of a type in a list of conditions, nil when there is none.
 local function find(conditions, conditionType)
   if conditions == nil then
@@ -104,7 +113,7 @@ end
 
 -- describe is a condition's reason and message, after a prefix saying where it was found.
 local function describe(prefix, c)
-  local text = c.reason or c.type
+  local text = named(c.reason or c.type)
   if c.message ~= nil and c.message ~= "" then
     text = text .. ": " .. c.message
   end
@@ -136,7 +145,7 @@ local function judgeCopy(prefix, copy, current)
   if current then
     return
   end
-  local message = copy.message or "not current"
+  local message = named(copy.message)
   if copy.message == notContacted or copy.reachable then
     worse("Progressing", prefix .. message)
   else
@@ -146,13 +155,16 @@ end
 
 -- parentName names a gateway in route parent and policy ancestor status, as a message prefix.
 local function parentName(ref)
+  if ref == nil then
+    return "KafkaGateway ?"
+  end
   local name = "KafkaGateway "
   if ref.namespace ~= nil then
-    name = name .. ref.namespace .. "/"
+    name = name .. named(ref.namespace) .. "/"
   end
-  name = name .. ref.name
+  name = name .. named(ref.name)
   if ref.sectionName ~= nil then
-    name = name .. " listener " .. ref.sectionName
+    name = name .. " listener " .. named(ref.sectionName)
   end
   return name
 end
@@ -184,11 +196,11 @@ local g = generation()
 if stale(ready) or (g ~= nil and status.observedGeneration ~= nil and status.observedGeneration < g) then
   return { status = "Progressing", message = waitingFor("kafkalink") }
 end
-hs.message = ready.message or ready.reason
+hs.message = named(ready.message or ready.reason)
 judge("", ready, "True")
 if status.targets ~= nil then
   for _, target in ipairs(status.targets) do
-    judgeCopy("target " .. target.name .. ": ", target, target.synced)
+    judgeCopy("target " .. named(target.name) .. ": ", target, target.synced)
   end
 end
 return hs
