@@ -426,6 +426,12 @@ var ownedResources = map[string][]operatorsv1alpha1.APIResourceReference{
 	"KafkaRoute":      {{Kind: "Service", Version: "v1"}},
 }
 
+// extraStatusDescriptors point the console at objects kafkalink writes.
+var extraStatusDescriptors = map[string][]operatorsv1alpha1.StatusDescriptor{
+	"KafkaConnection": {{Path: "binding.name", DisplayName: "Binding Secret", Description: "The servicebinding.io/kafka Secret kafkalink writes.",
+		XDescriptors: []string{"urn:alm:descriptor:io.kubernetes:Secret"}}},
+}
+
 // ownedCRDs describes every served version of every CRD, its spec and status fields from the
 // CRD's own schema.
 func ownedCRDs(crds []*apiextensionsv1.CustomResourceDefinition) []operatorsv1alpha1.CRDDescription {
@@ -447,7 +453,7 @@ func ownedCRDs(crds []*apiextensionsv1.CustomResourceDefinition) []operatorsv1al
 					d.SpecDescriptors = specDescriptors(spec)
 				}
 				if status, ok := root.Properties["status"]; ok {
-					d.StatusDescriptors = statusDescriptors(status)
+					d.StatusDescriptors = append(statusDescriptors(status), extraStatusDescriptors[d.Kind]...)
 				}
 			}
 			out = append(out, d)
