@@ -65,8 +65,8 @@ manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml (images
 image: ## Multi-arch (PLATFORMS) OCI image indexes of the operator and the proxy (static binaries, empty base, non-root) in _output/images.
 	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" OUT=_output/images bash hack/build-images.sh
 
-bundle: ## The OLM bundle of VERSION (ClusterServiceVersion, CRDs, annotations, bundle.Dockerfile) in _output/bundle, from manifests/.
-	cd hack/bundle && $(GO) run . -root ../.. -out ../../_output/bundle -version $(VERSION) -registry $(REGISTRY)
+bundle: ## The OLM bundle of VERSION (ClusterServiceVersion, CRDs, annotations, bundle.Dockerfile) in _output/bundle, from manifests/, and its image in _output/kafkalink-bundle.oci.tar.
+	cd hack/bundle && $(GO) run . -root ../.. -out ../../_output/bundle -version $(VERSION) -registry $(REGISTRY) -image-archive ../../_output/kafkalink-bundle.oci.tar
 
 release: ## Release assets for VERSION in _output/release: install and CRD YAML, image layouts and archives, the Helm chart.
 	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" bash hack/release.sh

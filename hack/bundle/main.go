@@ -12,6 +12,7 @@ func main() {
 	flag.StringVar(&o.Out, "out", "../../_output/bundle", "the bundle folder to write (replaced)")
 	flag.StringVar(&o.Version, "version", "", "the release version (default: the VERSION file)")
 	flag.StringVar(&o.Registry, "registry", "ghcr.io/kafkalink", "where the images live")
+	archive := flag.String("image-archive", "", "also write the bundle image, tagged <registry>/kafkalink-bundle:<version>, as an oci-archive to this file")
 	flag.Parse()
 	if o.Version == "" {
 		v, err := os.ReadFile(o.Root + "/VERSION")
@@ -24,6 +25,12 @@ func main() {
 	if err := Generate(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bundle:", err)
 		os.Exit(1)
+	}
+	if *archive != "" {
+		if err := WriteImage(o.Out, o.Registry+"/kafkalink-bundle:"+o.Version, *archive); err != nil {
+			fmt.Fprintln(os.Stderr, "bundle image:", err)
+			os.Exit(1)
+		}
 	}
 	fmt.Println(o.Out)
 }
