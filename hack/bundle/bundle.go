@@ -365,7 +365,10 @@ func clusterServiceVersion(o Options, crds []*apiextensionsv1.CustomResourceDefi
 				"repository":     "https://github.com/kafkalink/kafkalink",
 				"support":        "kafkalink",
 				"operatorframework.io/suggested-namespace": "kafkalink-system",
-				"operators.operatorframework.io/builder":   "kafkalink-hack-bundle",
+				// Any older kafkalink upgrades to this one directly, so a catalog needs no
+				// replaces chain.
+				"olm.skipRange":                          "<" + o.Version,
+				"operators.operatorframework.io/builder": "kafkalink-hack-bundle",
 			},
 			Labels: map[string]string{
 				"operatorframework.io/arch.amd64": "supported",

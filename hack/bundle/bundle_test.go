@@ -165,6 +165,9 @@ func TestBundleContents(t *testing.T) {
 	if !reflect.DeepEqual(kinds, exampleKinds) {
 		t.Errorf("alm-examples has kinds %v, want one of each of %v", exampleKinds, kinds)
 	}
+	if csv.Annotations["olm.skipRange"] != "<1.2.3" {
+		t.Errorf("olm.skipRange %q, want <1.2.3: older releases upgrade to this one", csv.Annotations["olm.skipRange"])
+	}
 	if csv.Spec.MinKubeVersion == "" || csv.Spec.Version.String() != "1.2.3" || csv.Name != "kafkalink.v1.2.3" {
 		t.Errorf("CSV %s version %s minKubeVersion %q", csv.Name, csv.Spec.Version, csv.Spec.MinKubeVersion)
 	}
