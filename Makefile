@@ -20,7 +20,7 @@ CONTROLPLANE_BIN = $${KAFKALINK_CONTROLPLANE_BIN:-$$(bash hack/build-controlplan
 MODULE := github.com/kafkalink/kafkalink
 RACE_PACKAGES ?= pkg/controller pkg/member pkg/gatewaycontroller pkg/bindingcontroller pkg/operator proxy/server proxy/kafka
 
-.PHONY: vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo demo-stretch lint lint-fix controlplane manifests image clean testdata help
+.PHONY: bundle vulncheck release all build test test-unit test-integration e2e fuzz generate verify bench demo demo-stretch lint lint-fix controlplane manifests image clean testdata help
 
 all: build ## The default goal: build.
 
@@ -35,10 +35,11 @@ controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager 
 
 test: verify lint test-unit test-integration fuzz ## Everything CI runs.
 
-test-unit: ## Pure packages, the proxy with kfake, the image builder, and all that needs no control plane; RACE_PACKAGES under -race.
+test-unit: ## Pure packages, the proxy with kfake, the image builder, the OLM bundle, and all that needs no control plane; RACE_PACKAGES under -race.
 	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v -x -F $(foreach p,$(RACE_PACKAGES),-e $(MODULE)/$(p)))
 	CGO_ENABLED=1 $(GO) test -race -short -count=1 $(addprefix ./,$(RACE_PACKAGES))
 	cd hack/image && $(GO) test -count=1 ./...
+	cd hack/bundle && $(GO) test -count=1 ./...
 
 test-integration: controlplane ## Control-plane tests: real kube-apiserver, etcd and kube-controller-manager.
 	KAFKALINK_CONTROLPLANE_BIN=$(CONTROLPLANE_BIN) \
@@ -49,18 +50,23 @@ e2e: test-integration ## End-to-end tests live with the control-plane tests.
 fuzz: ## A short run of every fuzz target (FUZZTIME each).
 	FUZZTIME=$(FUZZTIME) bash hack/fuzz.sh
 
-generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs and install.yaml.
+generate: ## Regenerate deepcopy, register, clients, listers, informers, applyconfigurations, CRDs, install.yaml and the Argo CD health checks.
 	bash hack/update-codegen.sh
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
+	$(GO) test -count=1 ./pkg/argocd -run TestGeneratedFiles -update
 
-testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite) from the current code; review the diff.
+testdata: ## Rewrite every golden file (gateway, binding, proxy rewrite, Argo CD health of the gateway cases) from the current code; review the diff.
 	$(GO) test -count=1 ./pkg/gateway ./pkg/binding ./proxy/kafka -run Golden -update
+	$(GO) test -count=1 ./pkg/argocd -run Golden -update
 
 manifests: ## Rebuild manifests/install.yaml and install-namespaced.yaml (images at VERSION) and the chart's CRDs, RBAC copies and Chart.yaml.
 	VERSION=$(VERSION) REGISTRY=$(REGISTRY) bash hack/update-manifests.sh
 
 image: ## Multi-arch (PLATFORMS) OCI image indexes of the operator and the proxy (static binaries, empty base, non-root) in _output/images.
 	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" OUT=_output/images bash hack/build-images.sh
+
+bundle: ## The OLM bundle of VERSION (ClusterServiceVersion, CRDs, annotations, bundle.Dockerfile) in _output/bundle, from manifests/, and its image in _output/kafkalink-bundle.oci.tar.
+	cd hack/bundle && $(GO) run . -root ../.. -out ../../_output/bundle -version $(VERSION) -registry $(REGISTRY) -image-archive ../../_output/kafkalink-bundle.oci.tar
 
 release: ## Release assets for VERSION in _output/release: install and CRD YAML, image layouts and archives, the Helm chart.
 	VERSION=$(VERSION) REVISION=$(REVISION) REGISTRY=$(REGISTRY) PLATFORMS="$(PLATFORMS)" bash hack/release.sh
@@ -81,9 +87,9 @@ vulncheck: ## govulncheck on every package (says so and passes when its database
 # its dependencies never move ours; `go tool -n` builds it once and prints the cached binary.
 GOLANGCI_LINT = $$(cd hack/tools/golangci-lint && $(GO) tool -n golangci-lint)
 
-lint: ## go vet, then golangci-lint (.golangci.yml) on the module and on hack/image.
+lint: ## go vet, then golangci-lint (.golangci.yml) on the module, on hack/image and on hack/bundle.
 	$(GO) vet ./...
-	bin=$(GOLANGCI_LINT) && $$bin run ./... && cd hack/image && $(GO) vet ./... && $$bin run ./...
+	bin=$(GOLANGCI_LINT) && $$bin run ./... && (cd hack/image && $(GO) vet ./... && $$bin run ./...) && cd hack/bundle && $(GO) vet ./... && $$bin run ./...
 
 lint-fix: ## Let golangci-lint fix what it can (import groups and aliases, some errorlint findings).
 	$(GOLANGCI_LINT) run --fix ./...

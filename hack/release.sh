@@ -5,6 +5,10 @@
 #   kafkalink-VERSION.tgz                   the Helm chart, version and appVersion VERSION
 #   kafkalink-{operator,proxy}-VERSION.oci.tar  multi-arch OCI image indexes (oci-archive)
 #   images/kafkalink-{operator,proxy}/      the same as OCI image layout folders
+#   kafkalink-bundle-VERSION.tar.gz         the OLM bundle (make bundle): bundle/{manifests,metadata,bundle.Dockerfile}
+#   kafkalink-bundle-VERSION.oci.tar        the bundle image (REGISTRY/kafkalink-bundle:VERSION, linux/amd64 + arm64)
+#   kafkalink-argocd-cm-patch-VERSION.yaml  the Argo CD health checks as an argocd-cm patch
+#   kafkalink-argocd-VERSION.tar.gz         the same as Argo CD's resource_customizations tree, with tests
 #   SHA256SUMS
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,9 +37,19 @@ OUTPUT_ROOT=$scratch bash hack/update-manifests.sh
 (cd hack/tools && go tool helm lint --strict "$scratch/charts/kafkalink" >/dev/null)
 (cd hack/tools && go tool helm package "$scratch/charts/kafkalink" --destination "$out")
 
+# tarball DIR NAME OUT: a reproducible gzipped tar of DIR/NAME (sorted, no times or owners).
+tarball() {
+  tar -C "$1" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - "$2" | gzip -n >"$3"
+}
+(cd hack/bundle && go run . -root "$root" -out "$scratch/bundle" -version "$version" -registry "$REGISTRY" \
+  -image-archive "$out/kafkalink-bundle-$version.oci.tar" >/dev/null)
+tarball "$scratch" bundle "$out/kafkalink-bundle-$version.tar.gz"
+cp manifests/argocd/argocd-cm-patch.yaml "$out/kafkalink-argocd-cm-patch-$version.yaml"
+tarball manifests argocd "$out/kafkalink-argocd-$version.tar.gz"
+
 OUT=$out/images bash hack/build-images.sh
 for cmd in kafkalink-operator kafkalink-proxy; do
   mv "$out/images/$cmd.oci.tar" "$out/$cmd-$version.oci.tar"
 done
-(cd "$out" && sha256sum ./*.yaml ./*.tgz ./*.oci.tar >SHA256SUMS)
+(cd "$out" && sha256sum ./*.yaml ./*.tgz ./*.tar.gz ./*.oci.tar >SHA256SUMS)
 ls -l "$out"
