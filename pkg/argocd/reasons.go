@@ -76,6 +76,9 @@ var GatewayReasons = map[string]Health{
 	gateway.ReasonResolvedRefs:   Healthy,
 	gateway.ReasonNoConflicts:    Healthy,
 	gateway.ReasonBrokerIDsMatch: Healthy,
+	gateway.ReasonReady:          Healthy,
+	// A KafkaBackendTLSPolicy applies to a route's TLS backend port.
+	gateway.ReasonBackendTLSPolicyFound: Healthy,
 
 	// Waiting for the proxy pods, a LoadBalancer address or Strimzi.
 	gateway.ReasonPending:                Progressing,
@@ -116,4 +119,9 @@ var GatewayReasons = map[string]Health{
 	// The proxy serves the Kafka's broker ids, not the ones the route lists: the route works,
 	// but not as written.
 	gateway.ReasonBrokerIDsMismatch: Degraded,
+	// The backend port serves TLS and no policy says how to connect: the proxy speaks plain TCP
+	// to it, and clients fail.
+	gateway.ReasonBackendTLSPolicyMissing: Degraded,
+	// A parent Gateway listener terminates TLS: the proxy cannot route by SNI behind it.
+	gateway.ReasonParentTerminatesTLS: Degraded,
 }
