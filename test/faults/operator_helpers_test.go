@@ -29,6 +29,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/cache"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
@@ -348,6 +349,29 @@ func (r *opRig) must(err error) {
 type opView struct {
 	conns   kafkalinklisters.KafkaConnectionNamespaceLister
 	secrets corelisters.SecretNamespaceLister
+	// changes counts, by name, the binding Secrets' changes (a write that changed nothing,
+	// such as an apply of the same data, makes none).
+	mu      sync.Mutex
+	changes map[string]int
+}
+
+// changeCounts copies the counts of binding Secret changes.
+func (v *opView) changeCounts() map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[string]int, len(v.changes))
+	for k, n := range v.changes {
+		out[k] = n
+	}
+	return out
+}
+
+func (v *opView) changed(obj any) {
+	if s, ok := obj.(*corev1.Secret); ok {
+		v.mu.Lock()
+		v.changes[s.Name]++
+		v.mu.Unlock()
+	}
 }
 
 // view starts informers on ns for the rest of the test.
@@ -361,7 +385,17 @@ func (r *opRig) view(ns string) *opView {
 	v := &opView{
 		conns:   klf.Kafka().V1beta2().KafkaConnections().Lister().KafkaConnections(ns),
 		secrets: kf.Core().V1().Secrets().Lister().Secrets(ns),
+		changes: map[string]int{},
 	}
+	_, err := kf.Core().V1().Secrets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: v.changed,
+		UpdateFunc: func(oldObj, newObj any) {
+			if oldObj.(*corev1.Secret).ResourceVersion != newObj.(*corev1.Secret).ResourceVersion {
+				v.changed(newObj)
+			}
+		},
+	})
+	r.must(err)
 	klf.Start(ctx.Done())
 	kf.Start(ctx.Done())
 	klf.WaitForCacheSync(ctx.Done())
