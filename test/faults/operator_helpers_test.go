@@ -440,6 +440,12 @@ func (v *opView) trusting(caPEM []byte) map[string]bool {
 // the running processes exits.
 func (r *opRig) waitUntil(what string, running []*opProc, cond func() (done bool, progress string)) time.Duration {
 	r.t.Helper()
+	return r.waitUntilFor(what, opWaitLimit, running, cond)
+}
+
+// waitUntilFor is waitUntil with another limit.
+func (r *opRig) waitUntilFor(what string, limit time.Duration, running []*opProc, cond func() (done bool, progress string)) time.Duration {
+	r.t.Helper()
 	start, lastLog := time.Now(), time.Now()
 	for {
 		done, progress := cond()
@@ -453,8 +459,8 @@ func (r *opRig) waitUntil(what string, running []*opProc, cond func() (done bool
 			default:
 			}
 		}
-		if time.Since(start) > opWaitLimit {
-			r.t.Fatalf("%s: still %s after %s", what, progress, opWaitLimit)
+		if time.Since(start) > limit {
+			r.t.Fatalf("%s: still %s after %s", what, progress, limit)
 		}
 		if time.Since(lastLog) > 15*time.Second {
 			r.t.Logf("%s: %s", what, progress)

@@ -145,6 +145,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--audit-policy-file="+filepath.Join(cp.Dir, "audit-policy.yaml"),
 		"--audit-log-path="+cp.AuditLog, "--audit-log-format=json",
 		"--audit-log-mode=blocking",
+		// On SIGTERM, end the watches at once and give them 2 s to drain, as a rolling upgrade
+		// of a production API server does, instead of holding them until --shutdown-timeout.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--v=0",
 	); err != nil {
 		return nil, err
