@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/tools/cache"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
@@ -674,4 +674,3 @@ func opSameData(a, b map[string][]byte) bool {
 func newOpCA(t *testing.T, name string) []byte {
 	return bindingtest.NewCA(t, name, time.Now().Add(-time.Hour)).CertPEM
 }
-
