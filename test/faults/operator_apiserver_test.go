@@ -120,9 +120,9 @@ func TestAPIServerRestartAndWatchExpiry(t *testing.T) {
 	if len(idle) != 0 {
 		t.Errorf("the idle operator wrote %d times in %s after the relists: %s", len(idle), opQuietWindow, opByKind(idle))
 	}
-	t.Logf("API server: crash outage %.1f s, graceful outage %.1f s with etcd compacted at revision %d; then %d informers listed again, %d of them after resuming a watch at a compacted revision (\"too old\"; %d after the crash); operator writes since the first restart: %s; in the %s quiet window after: %d",
+	t.Logf("API server: crash outage %.1f s, graceful outage %.1f s with etcd compacted at revision %d; then the informers listed again %d times, and %d watches resumed at a compacted revision were answered \"too old\" (%d after the crash); operator writes since the first restart: %s; in the %s quiet window after: %d",
 		outage.Seconds(), outage2.Seconds(), rev, relisted, expired, expiredBefore, opByKind(since), opQuietWindow, len(idle))
-	t.Logf("SUMMARY | kube-apiserver crash, then graceful restart with etcd compacted (%d informers relisted, %d of them on \"too old resource version\") | operator with %d connections bound; 3 changes made while its informers were away | %s; %d writes beyond the changes; %d idle writes in %s | changes applied %.1f s after the crash restart, %.1f s after the compaction restart",
+	t.Logf("SUMMARY | kube-apiserver crash, then graceful restart with etcd compacted (informers listed again %d times; %d resumed watches answered \"too old resource version\") | operator with %d connections bound; 3 changes made while its informers were away | %s; %d writes beyond the changes; %d idle writes in %s | changes applied %.1f s after the crash restart, %.1f s after the compaction restart",
 		relisted, expired, n, bad, beyond, len(idle), opQuietWindow, appliedAfterCrash.Seconds(), appliedAfterCompaction.Seconds())
 }
 
