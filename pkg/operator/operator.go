@@ -256,8 +256,16 @@ func NewClients(cfg *rest.Config) (controller.Clients, error) {
 // server fails.
 func Run(ctx context.Context, opts Options, clients controller.Clients, constructors ...NewControllerFunc) error {
 	controller.RegisterMetrics()
+	// The Lease is read and written with the clients as given; with leader election, everything
+	// else writes through the fence (see writeFence), so only a replica sure to lead writes.
+	lockClients := clients
+	var fence *writeFence
 	if opts.LeaderElect {
 		if err := checkLeaderElectionNamespace(ctx, opts, clients.Kube); err != nil {
+			return err
+		}
+		var err error
+		if fence, clients, err = fencedClients(opts, clients); err != nil {
 			return err
 		}
 	}
@@ -283,7 +291,7 @@ func Run(ctx context.Context, opts Options, clients controller.Clients, construc
 
 	var elector *elector
 	if opts.LeaderElect {
-		if elector, err = newElector(ctx, opts, clients, recorder, ctrls); err != nil {
+		if elector, err = newElector(ctx, opts, lockClients, fence, recorder, ctrls); err != nil {
 			return err
 		}
 	}
@@ -372,11 +380,15 @@ type elector struct {
 }
 
 // newElector makes the leader elector whose leadership runs the controllers.
-func newElector(ctx context.Context, opts Options, clients controller.Clients, recorder record.EventRecorder, ctrls *controllers) (*elector, error) {
+func newElector(ctx context.Context, opts Options, clients controller.Clients, fence *writeFence, recorder record.EventRecorder, ctrls *controllers) (*elector, error) {
 	logger := klog.FromContext(ctx)
-	lock, err := newLeaseLock(opts, clients, recorder)
+	leaseLock, err := newLeaseLock(opts, clients, recorder)
 	if err != nil {
 		return nil, err
+	}
+	var lock resourcelock.Interface = leaseLock
+	if fence != nil {
+		lock = &fencedLock{Interface: leaseLock, fence: fence, drain: fence.window}
 	}
 	e := &elector{lost: make(chan struct{})}
 	e.LeaderElector, err = leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
@@ -549,6 +561,25 @@ func checkLeaderElectionNamespace(ctx context.Context, opts Options, kube kubern
 		return missing()
 	}
 	return nil
+}
+
+// fencedClients makes the clients everything but the Lease lock uses: the same configuration,
+// with writes through a fence sized from the leader election flags. Clients without a
+// configuration (fakes in tests) stay unfenced.
+func fencedClients(opts Options, clients controller.Clients) (*writeFence, controller.Clients, error) {
+	if clients.Config == nil {
+		return nil, clients, nil
+	}
+	window := fenceWindow(opts.LeaseDuration, opts.RenewDeadline)
+	if window <= 0 {
+		return nil, clients, fmt.Errorf("--leader-election-lease-duration (%s) and --leader-election-renew-deadline (%s) must be at least 1s: the Lease records whole seconds", opts.LeaseDuration, opts.RenewDeadline)
+	}
+	fence := newWriteFence(window, time.Now)
+	fenced, err := NewClients(fence.wrap(clients.Config))
+	if err != nil {
+		return nil, clients, err
+	}
+	return fence, fenced, nil
 }
 
 func newLeaseLock(opts Options, clients controller.Clients, recorder record.EventRecorder) (*resourcelock.LeaseLock, error) {

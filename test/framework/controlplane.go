@@ -61,6 +61,8 @@ type ControlPlane struct {
 	AuditLog string
 	// BinDir holds the control plane binaries, kubectl among them.
 	BinDir string
+	// EtcdURL is etcd's client URL, for tests that act on the store itself (CompactEtcd).
+	EtcdURL string
 
 	adminToken string
 	procs      []*process
@@ -115,6 +117,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 
 	etcdPort, etcdPeerPort, apiPort := freePort(), freePort(), freePort()
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	cp.EtcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
 	if err := cp.start("etcd",
 		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
@@ -142,6 +145,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		"--audit-policy-file="+filepath.Join(cp.Dir, "audit-policy.yaml"),
 		"--audit-log-path="+cp.AuditLog, "--audit-log-format=json",
 		"--audit-log-mode=blocking",
+		// On SIGTERM, end the watches at once and give them 2 s to drain, as a rolling upgrade
+		// of a production API server does, instead of holding them until --shutdown-timeout.
+		"--shutdown-watch-termination-grace-period=2s",
 		"--v=0",
 	); err != nil {
 		return nil, err

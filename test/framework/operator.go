@@ -103,6 +103,9 @@ func StartProcess(dir, name, binary string, args ...string) (*Process, error) {
 	return p, nil
 }
 
+// PID is the process id, which is also its process group's.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
