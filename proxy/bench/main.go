@@ -115,6 +115,8 @@ func main() {
 	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
 	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
 	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
+	flag.StringVar(&idleProfile, "idleprofile", "", "write a heap profile of the idle proxy process (-idle) at each count to this file name plus .<count>")
+	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N (10 s each; merge them with go tool pprof)")
 	flag.Parse()
@@ -143,6 +145,13 @@ func main() {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			idleCounts = append(idleCounts, n)
 		}
+	}
+	if *idleOnly {
+		if err := idleOnlyRun(idleCounts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *saslOnly {
 		if err := saslOnlyRun(*saslN); err != nil {
@@ -266,7 +275,7 @@ func startHops(dir string, certs benchCertFiles, targets []string, topics int) (
 	}
 	cfgPath, err := writeProxyConfig(dir, h, certs, targets[0], keks)
 	if err == nil {
-		h.proxy, err = startProxy(dir, cfgPath, h.ports[2])
+		h.proxy, err = startProxy(dir, cfgPath, h.ports[2], false)
 	}
 	if err != nil {
 		h.stop()

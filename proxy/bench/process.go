@@ -18,6 +18,7 @@ type proxyProcess struct {
 	cmd        *exec.Cmd
 	metricsURL string
 	base       map[string]float64 // the metrics once it answered
+	mgmtPort   int
 }
 
 // buildProxy builds kafkalink-proxy into dir once per run.
@@ -33,14 +34,15 @@ func buildProxy(dir string) (string, error) {
 }
 
 // startProxy builds and starts kafkalink-proxy with the configuration at cfgPath, whose
-// management listener serves metrics on mgmtPort, and waits until the metrics answer.
-func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
+// management listener serves metrics on mgmtPort, and waits until the metrics answer. profiling
+// serves /debug/pprof/ there too (as -proxyprofile does).
+func startProxy(dir, cfgPath string, mgmtPort int, profiling bool) (*proxyProcess, error) {
 	bin, err := buildProxy(dir)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--config", cfgPath}, proxyArgs...)
-	if proxyProfile != "" {
+	if proxyProfile != "" || profiling {
 		args = append(args, "--profiling")
 	}
 	cmd := exec.Command(bin, args...)
@@ -48,7 +50,7 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxyProcess{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mgmtPort)}
+	p := &proxyProcess{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mgmtPort), mgmtPort: mgmtPort}
 	if p.base, err = waitMetrics(p.metricsURL); err != nil {
 		p.stop()
 		return nil, err
