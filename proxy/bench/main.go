@@ -116,9 +116,10 @@ func main() {
 	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
 	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
 	flag.StringVar(&idleProfile, "idleprofile", "", "write a heap profile of the idle proxy process (-idle) at each count to this file name plus .<count>")
+	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
 	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N (10 s each; merge them with go tool pprof)")
+	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N, and during the small producers plus .small.N (5 s each; merge them with go tool pprof)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -161,17 +162,19 @@ func main() {
 		return
 	}
 	saslRun = *saslN
-	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *routes, *mib, *rounds, *latN); err != nil {
+	if err := run(loads, idleCounts, smallRun{*small, *smallFor, *smallOnly}, *routes, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-// smallRun is the -small-producers measurement: connections and duration.
+// smallRun is the -small-producers measurement: connections and duration; only is
+// -small-only.
 type smallRun struct {
-	n int
-	d time.Duration
+	n    int
+	d    time.Duration
+	only bool
 }
 
 // brokers and partitions shape both kfake clusters: every topic's partitions are spread evenly
@@ -209,16 +212,24 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
 		mib, rounds, latN, brokers, partitions, runtimeProcs())
-	stopProfile := hops.proxy.profile(hops.ports[2])
-	err = measureAll(paths, loads, mib, rounds, latN)
-	stopProfile()
-	if err != nil {
-		return err
-	}
-	if small.n > 0 {
-		if err := smallProducers(small, plain, tlsK, hops, certs.pool); err != nil {
+	if !small.only {
+		stopProfile := hops.proxy.profile(hops.ports[2], "")
+		err = measureAll(paths, loads, mib, rounds, latN)
+		stopProfile()
+		if err != nil {
 			return err
 		}
+	}
+	if small.n > 0 {
+		stopProfile := hops.proxy.profile(hops.ports[2], ".small")
+		err := smallProducers(small, plain, tlsK, hops, certs.pool)
+		stopProfile()
+		if err != nil {
+			return err
+		}
+	}
+	if small.only {
+		return nil
 	}
 	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values.",
 		"Hop CPU is the relay's or the proxy's process alone per MiB produced plus fetched; client+kfake CPU is the benchmark's own process (Go GC held off while timed).")

@@ -66,9 +66,9 @@ func (p *proxyProcess) stop() {
 // proxyProfile is -proxyprofile: where the profiles of the proxy process go.
 var proxyProfile string
 
-// profile takes CPU profiles of the proxy, 5 s each, into proxyProfile.N until stop is called,
-// which waits for the one in progress: `go tool pprof` shows or merges them.
-func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
+// profile takes CPU profiles of the proxy, 5 s each, into proxyProfile + phase + .N until stop
+// is called, which waits for the one in progress: `go tool pprof` shows or merges them.
+func (p *proxyProcess) profile(mgmtPort int, phase string) (stop func()) {
 	if proxyProfile == "" {
 		return func() {}
 	}
@@ -90,7 +90,7 @@ func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err == nil && resp.StatusCode == http.StatusOK {
-				err = os.WriteFile(fmt.Sprintf("%s.%d", proxyProfile, i), b, 0o644)
+				err = os.WriteFile(fmt.Sprintf("%s%s.%d", proxyProfile, phase, i), b, 0o644)
 			}
 			if err != nil || resp.StatusCode != http.StatusOK {
 				fmt.Fprintln(os.Stderr, "proxy profile:", resp.Status, err)
