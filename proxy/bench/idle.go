@@ -98,11 +98,6 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 			}
 		}
 		per := func(k string) float64 { return (m[k] - base[k]) / 1024 / float64(n) }
-		if os.Getenv("BENCH_IDLE_DEBUG") != "" {
-			for _, k := range []string{"go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_heap_sys_bytes", "go_memstats_stack_sys_bytes", "go_memstats_sys_bytes", "go_memstats_next_gc_bytes", "go_memstats_heap_alloc_bytes", "go_memstats_mspan_inuse_bytes", "go_memstats_other_sys_bytes","go_memstats_gc_sys_bytes"} {
-				fmt.Printf("%s base %.1f MiB now %.1f MiB per conn %.1f KiB\n", k, base[k]/(1<<20), m[k]/(1<<20), per(k))
-			}
-		}
 		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.2f |\n", n, m[vmRSS]/(1<<20), m[heapInuse]/(1<<20), int(m["go_goroutines"]),
 			per(vmRSS), per(heapInuse), per("go_memstats_stack_inuse_bytes"), per("go_goroutines")*1024)
 	}
@@ -117,14 +112,9 @@ const vmRSS, heapInuse = "VmRSS", "go_memstats_heap_inuse_bytes"
 // (upstream dials done, buffers given back) and two garbage collections ran: the second
 // empties the sync.Pools the first moved to their victim caches, so the heap is what the
 // connections hold, not garbage or pooled buffers waiting for a collection.
-var gcs = 2
-
 func (p *proxyProcess) settled() (map[string]float64, error) {
-	if v, err := strconv.Atoi(os.Getenv("BENCH_GCS")); err == nil {
-		gcs = v
-	}
 	time.Sleep(time.Second)
-	for range gcs {
+	for range 2 {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", p.mgmtPort)) //nolint:noctx // a loopback URL the benchmark made
 		if err != nil {
 			return nil, err

@@ -49,7 +49,9 @@ func TestFullQueueFlushesFirst(t *testing.T) {
 	broker := &frameCounter{arrived: make(chan struct{}, n)}
 	pending := make(chan Pending, queue)
 	done := make(chan error, 1)
-	go func() { done <- CopyRequests(bytes.NewReader(client), broker, pending, RelayOptions{MaxFrame: 1 << 20}) }()
+	go func() {
+		done <- CopyRequests(bytes.NewReader(client), broker, pending, RelayOptions{MaxFrame: 1 << 20})
+	}()
 	// The bound only keeps a failing test from hanging: nothing is slow here.
 	timeout := time.After(20 * time.Second)
 	for i := range n {
