@@ -33,7 +33,9 @@ func BenchmarkSmallProduceRoundTrip(b *testing.B) {
 	proxyUp, broker := net.Pipe()
 	pending := make(chan Pending, 32)
 	go func() { _ = CopyRequests(proxyIn, proxyUp, pending, RelayOptions{MaxFrame: 1 << 20}) }()
-	go func() { _ = CopyResponses(proxyUp, proxyIn, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap}) }()
+	go func() {
+		_ = CopyResponses(proxyUp, proxyIn, pending, RelayOptions{MaxFrame: 1 << 20, Addresses: testMap})
+	}()
 	go answer(broker, respFrame)
 	defer client.Close()
 	defer broker.Close()
