@@ -18,9 +18,6 @@ const idleConnBudget = 64 << 10
 // through the proxy and then wait: once idle they hold no relay buffer and no large queue, so
 // the live heap grows by less than idleConnBudget per connection.
 func TestIdleConnectionsHoldLittle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens many connections")
-	}
 	p, pc, pki := simpleProxy(t, "")
 	const n = 200
 	before := liveHeap()
