@@ -24,10 +24,11 @@
 //     response) decoded, its topic names prefixed or stripped, and re-encoded.
 //
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
-// each sending small Produce requests (-small-producers, or alone with -small-only, small.go), then a table of a separate
-// kafkalink-proxy process holding 1,000 to 10,000 idle connections, or as many as the file
-// descriptor limit allows (-idle, or alone with -idle-only, idle.go: VmRSS, heap and stacks per connection after forced GCs), and the SaslTermination handshake rate
-// (-sasl-handshakes, or alone with -sasl-only, sasl.go). Run it with:
+// each sending small Produce requests (-small-producers, or alone with -small-only, small.go),
+// then a table of a separate kafkalink-proxy process holding 1,000 to 10,000 idle connections,
+// or as many as the file descriptor limit allows (-idle, or alone with -idle-only, idle.go:
+// VmRSS, heap and stacks per connection after forced GCs), and the SaslTermination handshake
+// rate (-sasl-handshakes, or alone with -sasl-only, sasl.go). Run it with:
 // go run ./proxy/bench [-mib 512] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
