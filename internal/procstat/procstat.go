@@ -63,3 +63,19 @@ func tickCPU(pid int) time.Duration {
 	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
 }
+
+// RSS is the resident memory of process pid (VmRSS in /proc/<pid>/status), in bytes; zero where
+// there is no such process or no /proc.
+func RSS(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kib << 10
+		}
+	}
+	return 0
+}

@@ -28,3 +28,22 @@ func TestCPUGrowsWithWork(t *testing.T) {
 		t.Errorf("threads' schedstat says %s, stat's ticks %s", sched, ticks)
 	}
 }
+
+// TestRSSGrowsWithTouchedMemory touches 64 MiB and checks RSS sees it.
+func TestRSSGrowsWithTouchedMemory(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	before := RSS(os.Getpid())
+	b := make([]byte, 64<<20)
+	for i := range b {
+		b[i] = 1
+	}
+	if got := RSS(os.Getpid()) - before; got < 48<<20 {
+		t.Errorf("RSS grew by %d bytes after touching %d", got, len(b))
+	}
+	if RSS(-1) != 0 {
+		t.Error("a missing process has resident memory")
+	}
+	b[len(b)-1] = 2 // keeps b alive until RSS was read
+}

@@ -16,7 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkalink/kafkalink/internal/procstat"
 )
 
 // idleScale measures kafkalink-proxy holding n idle client connections, for each n in counts:
@@ -58,16 +61,19 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return err
 	}
-	proxy, err := startProxy(dir, cfgPath, ports[1])
+	proxy, err := startProxy(dir, cfgPath, ports[1], true)
 	if err != nil {
 		return err
 	}
 	defer proxy.stop()
-	base, metricsURL := proxy.base, proxy.metricsURL
-	fmt.Printf("\nIdle connections (TLS, one ApiVersions each), kafkalink-proxy as its own process; per connection = growth over the idle proxy (RSS %.1f MiB, %d goroutines):\n\n",
-		base["process_resident_memory_bytes"]/(1<<20), int(base["go_goroutines"]))
-	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | goroutines per connection |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	base, err := proxy.settled()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nIdle connections (TLS, one ApiVersions each), kafkalink-proxy as its own process, read after two forced GCs; per connection = growth over the idle proxy (RSS %.1f MiB, heap %.1f MiB, %d goroutines):\n\n",
+		base[vmRSS]/(1<<20), base[heapInuse]/(1<<20), int(base["go_goroutines"]))
+	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | stacks KiB per connection | goroutines per connection |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -82,17 +88,46 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 			}
 			conns = append(conns, c)
 		}
-		time.Sleep(time.Second) // let the proxy settle (upstream dials, buffers returned)
-		m, err := scrape(metricsURL)
+		m, err := proxy.settled()
 		if err != nil {
 			return err
 		}
-		rss, heap, gr := m["process_resident_memory_bytes"]-base["process_resident_memory_bytes"],
-			m["go_memstats_heap_inuse_bytes"]-base["go_memstats_heap_inuse_bytes"], m["go_goroutines"]-base["go_goroutines"]
-		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.2f |\n", n, m["process_resident_memory_bytes"]/(1<<20),
-			m["go_memstats_heap_inuse_bytes"]/(1<<20), int(m["go_goroutines"]), rss/1024/float64(n), heap/1024/float64(n), gr/float64(n))
+		if idleProfile != "" {
+			if err := proxy.saveHeapProfile(fmt.Sprintf("%s.%d", idleProfile, n)); err != nil {
+				return err
+			}
+		}
+		per := func(k string) float64 { return (m[k] - base[k]) / 1024 / float64(n) }
+		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.2f |\n", n, m[vmRSS]/(1<<20), m[heapInuse]/(1<<20), int(m["go_goroutines"]),
+			per(vmRSS), per(heapInuse), per("go_memstats_stack_inuse_bytes"), per("go_goroutines")*1024)
 	}
 	return nil
+}
+
+// The memory figures of the idle table: the proxy's VmRSS (/proc/<pid>/status) and its heap's
+// spans in use.
+const vmRSS, heapInuse = "VmRSS", "go_memstats_heap_inuse_bytes"
+
+// settled is the proxy's metrics, with its VmRSS, once the connections just opened settled
+// (upstream dials done, buffers given back) and two garbage collections ran: the second
+// empties the sync.Pools the first moved to their victim caches, so the heap is what the
+// connections hold, not garbage or pooled buffers waiting for a collection.
+func (p *proxyProcess) settled() (map[string]float64, error) {
+	time.Sleep(time.Second)
+	for range 2 {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", p.mgmtPort)) //nolint:noctx // a loopback URL the benchmark made
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	m, err := scrape(p.metricsURL)
+	if err != nil {
+		return nil, err
+	}
+	m[vmRSS] = float64(procstat.RSS(p.pid()))
+	return m, nil
 }
 
 // idleConn opens a TLS connection to the proxy, exchanges one ApiVersions, and leaves it idle.
@@ -183,4 +218,40 @@ func raiseFileLimit(need uint64) (uint64, error) {
 	lim.Cur = lim.Max
 	err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
 	return lim.Cur, err
+}
+
+// idleProfile is -idleprofile: where heap profiles of the idle proxy go.
+var idleProfile string
+
+// saveHeapProfile writes the proxy's heap profile (in use since start) to file.
+func (p *proxyProcess) saveHeapProfile(file string) error {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", p.mgmtPort)) //nolint:noctx // a loopback URL the benchmark made
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o600)
+}
+
+// idleOnlyRun is -idle-only: the idle connections table alone, without the throughput tables.
+func idleOnlyRun(counts []int) error {
+	dir, err := os.MkdirTemp("", "kafkalink-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	certs, err := benchCerts(dir)
+	if err != nil {
+		return err
+	}
+	k, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	return idleScale(counts, dir, k.ListenAddrs()[0], certs.proxyCert, certs.proxyKey, certs.pool)
 }

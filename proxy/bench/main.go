@@ -24,10 +24,11 @@
 //     response) decoded, its topic names prefixed or stripped, and re-encoded.
 //
 // One table per record size and producer compression (-sizes, -codecs), then 1,000 connections
-// each sending small Produce requests (-small-producers, small.go), then a table of a separate
-// kafkalink-proxy process holding 1,000 to 10,000 idle connections, or as many as the file
-// descriptor limit allows (-idle, idle.go), and the SaslTermination handshake rate
-// (-sasl-handshakes, or alone with -sasl-only, sasl.go). Run it with:
+// each sending small Produce requests (-small-producers, or alone with -small-only, small.go),
+// then a table of a separate kafkalink-proxy process holding 1,000 to 10,000 idle connections,
+// or as many as the file descriptor limit allows (-idle, or alone with -idle-only, idle.go:
+// VmRSS, heap and stacks per connection after forced GCs), and the SaslTermination handshake
+// rate (-sasl-handshakes, or alone with -sasl-only, sasl.go). Run it with:
 // go run ./proxy/bench [-mib 512] [-rounds 3] [-sizes 1024,16384] [-codecs none,lz4]. It is a benchmark, not a test:
 // figures are noisy on a shared machine, so compare the ratios within one run.
 package main
@@ -115,8 +116,11 @@ func main() {
 	routes := flag.Int("routes", 1000, "virtual clusters on one listener for the reload and SNI handshake figures (a gateway with this many routes); 0 skips")
 	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
 	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
+	flag.StringVar(&idleProfile, "idleprofile", "", "write a heap profile of the idle proxy process (-idle) at each count to this file name plus .<count>")
+	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
+	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N (10 s each; merge them with go tool pprof)")
+	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N, and during the small producers plus .small.N (5 s each; merge them with go tool pprof)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -144,6 +148,13 @@ func main() {
 			idleCounts = append(idleCounts, n)
 		}
 	}
+	if *idleOnly {
+		if err := idleOnlyRun(idleCounts); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *saslOnly {
 		if err := saslOnlyRun(*saslN); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -152,17 +163,19 @@ func main() {
 		return
 	}
 	saslRun = *saslN
-	if err := run(loads, idleCounts, smallRun{*small, *smallFor}, *routes, *mib, *rounds, *latN); err != nil {
+	if err := run(loads, idleCounts, smallRun{*small, *smallFor, *smallOnly}, *routes, *mib, *rounds, *latN); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-// smallRun is the -small-producers measurement: connections and duration.
+// smallRun is the -small-producers measurement: connections and duration; only is
+// -small-only.
 type smallRun struct {
-	n int
-	d time.Duration
+	n    int
+	d    time.Duration
+	only bool
 }
 
 // brokers and partitions shape both kfake clusters: every topic's partitions are spread evenly
@@ -200,16 +213,24 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
 		mib, rounds, latN, brokers, partitions, runtimeProcs())
-	stopProfile := hops.proxy.profile(hops.ports[2])
-	err = measureAll(paths, loads, mib, rounds, latN)
-	stopProfile()
-	if err != nil {
-		return err
-	}
-	if small.n > 0 {
-		if err := smallProducers(small, plain, tlsK, hops, certs.pool); err != nil {
+	if !small.only {
+		stopProfile := hops.proxy.profile(hops.ports[2], "")
+		err = measureAll(paths, loads, mib, rounds, latN)
+		stopProfile()
+		if err != nil {
 			return err
 		}
+	}
+	if small.n > 0 {
+		stopProfile := hops.proxy.profile(hops.ports[2], ".small")
+		err := smallProducers(small, plain, tlsK, hops, certs.pool)
+		stopProfile()
+		if err != nil {
+			return err
+		}
+	}
+	if small.only {
+		return nil
 	}
 	fmt.Println("\nRelay rows compare with the direct row of their kind, proxy rows with the relay (the ceiling for any proxy here), filtered rows with the unfiltered proxy. MiB are record values.",
 		"Hop CPU is the relay's or the proxy's process alone per MiB produced plus fetched; client+kfake CPU is the benchmark's own process (Go GC held off while timed).")
@@ -266,7 +287,7 @@ func startHops(dir string, certs benchCertFiles, targets []string, topics int) (
 	}
 	cfgPath, err := writeProxyConfig(dir, h, certs, targets[0], keks)
 	if err == nil {
-		h.proxy, err = startProxy(dir, cfgPath, h.ports[2])
+		h.proxy, err = startProxy(dir, cfgPath, h.ports[2], false)
 	}
 	if err != nil {
 		h.stop()

@@ -18,6 +18,7 @@ type proxyProcess struct {
 	cmd        *exec.Cmd
 	metricsURL string
 	base       map[string]float64 // the metrics once it answered
+	mgmtPort   int
 }
 
 // buildProxy builds kafkalink-proxy into dir once per run.
@@ -33,14 +34,15 @@ func buildProxy(dir string) (string, error) {
 }
 
 // startProxy builds and starts kafkalink-proxy with the configuration at cfgPath, whose
-// management listener serves metrics on mgmtPort, and waits until the metrics answer.
-func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
+// management listener serves metrics on mgmtPort, and waits until the metrics answer. profiling
+// serves /debug/pprof/ there too (as -proxyprofile does).
+func startProxy(dir, cfgPath string, mgmtPort int, profiling bool) (*proxyProcess, error) {
 	bin, err := buildProxy(dir)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--config", cfgPath}, proxyArgs...)
-	if proxyProfile != "" {
+	if proxyProfile != "" || profiling {
 		args = append(args, "--profiling")
 	}
 	cmd := exec.Command(bin, args...)
@@ -48,7 +50,7 @@ func startProxy(dir, cfgPath string, mgmtPort int) (*proxyProcess, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxyProcess{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mgmtPort)}
+	p := &proxyProcess{cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", mgmtPort), mgmtPort: mgmtPort}
 	if p.base, err = waitMetrics(p.metricsURL); err != nil {
 		p.stop()
 		return nil, err
@@ -64,9 +66,9 @@ func (p *proxyProcess) stop() {
 // proxyProfile is -proxyprofile: where the profiles of the proxy process go.
 var proxyProfile string
 
-// profile takes CPU profiles of the proxy, 5 s each, into proxyProfile.N until stop is called,
-// which waits for the one in progress: `go tool pprof` shows or merges them.
-func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
+// profile takes CPU profiles of the proxy, 5 s each, into proxyProfile + phase + .N until stop
+// is called, which waits for the one in progress: `go tool pprof` shows or merges them.
+func (p *proxyProcess) profile(mgmtPort int, phase string) (stop func()) {
 	if proxyProfile == "" {
 		return func() {}
 	}
@@ -88,7 +90,7 @@ func (p *proxyProcess) profile(mgmtPort int) (stop func()) {
 			b, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if err == nil && resp.StatusCode == http.StatusOK {
-				err = os.WriteFile(fmt.Sprintf("%s.%d", proxyProfile, i), b, 0o644)
+				err = os.WriteFile(fmt.Sprintf("%s%s.%d", proxyProfile, phase, i), b, 0o644)
 			}
 			if err != nil || resp.StatusCode != http.StatusOK {
 				fmt.Fprintln(os.Stderr, "proxy profile:", resp.Status, err)

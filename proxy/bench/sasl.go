@@ -33,7 +33,7 @@ func saslHandshakes(n int, dir, target string, certs benchCertFiles) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProxy(dir, cfgPath, ports[2])
+	p, err := startProxy(dir, cfgPath, ports[2], false)
 	if err != nil {
 		return err
 	}

@@ -103,6 +103,14 @@ func (l *lazyWriter) writer() *bufio.Writer {
 	return l.bw
 }
 
+// send writes what is buffered and keeps the buffer: the caller still writes to it.
+func (l *lazyWriter) send() error {
+	if l.bw == nil {
+		return nil
+	}
+	return l.bw.Flush()
+}
+
 // flush writes what is buffered and gives the buffer back.
 func (l *lazyWriter) flush() error {
 	if l.bw == nil {

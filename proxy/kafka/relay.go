@@ -161,6 +161,22 @@ func (r *requestRelay) awaitRequest() error {
 	return r.in.waitForBytes()
 }
 
+// queue hands p to the response side. When the queue is full the client pipelines more
+// requests than it may have in flight: what was forwarded is flushed first, for the broker
+// answers only what it received, and the response side must make room.
+func (r *requestRelay) queue(p Pending) error {
+	select {
+	case r.pending <- p:
+		return nil
+	default:
+	}
+	if err := r.out.send(); err != nil {
+		return err
+	}
+	r.pending <- p
+	return nil
+}
+
 // readRequestHeader peeks at the size and request header of the next frame, leaving them in
 // src, and returns them as a Pending and the frame's length, size included. io.EOF means the
 // client ended the connection between requests.
@@ -197,8 +213,7 @@ func (r *requestRelay) screen(src *bufio.Reader, p Pending, total int64) (handle
 			return true, err
 		}
 		p.Local = UnsupportedApiVersions(p.CorrelationID)
-		r.pending <- p
-		return true, nil
+		return true, r.queue(p)
 	case p.Key == kmsg.SASLHandshake.Int16() && p.Version == 0:
 		return true, ErrSaslHandshakeV0
 	case NeedsRewrite(p.Key, p.Version) && p.Version > MaxVersion(p.Key):
@@ -238,7 +253,9 @@ func (r *requestRelay) forward(src *bufio.Reader, dst *bufio.Writer, p Pending, 
 		return r.filterRequest(src, dst, p, total, respond)
 	}
 	if respond {
-		r.pending <- p
+		if err := r.queue(p); err != nil {
+			return err
+		}
 	}
 	if err := (mover{src: src, dst: dst, from: r.in, splice: r.opts.Splice}).pass(total); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -274,7 +291,7 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 	if answer != nil {
 		if respond {
 			p.Local = answer
-			r.pending <- p
+			return r.queue(p)
 		}
 		return nil
 	}
@@ -284,7 +301,9 @@ func (r *requestRelay) filterRequest(src *bufio.Reader, dst *bufio.Writer, p Pen
 		if p.Filtered {
 			p.State = state
 		}
-		r.pending <- p
+		if err := r.queue(p); err != nil {
+			return err
+		}
 	}
 	if !SameBuffer(forward, frame) {
 		defer PutFrame(forward) // built by the filters (GetFrame); written or copied once Write returns

@@ -22,8 +22,11 @@ import (
 	"github.com/kafkalink/kafkalink/proxy/kafka"
 )
 
-// maxPending bounds requests in flight per connection; a client pipelining more waits.
-const maxPending = 1024
+// maxPending bounds requests in flight per connection; a client pipelining more waits (the
+// request side stops reading until a response went out). A broker handles one request of a
+// connection at a time, so a deeper queue gains nothing, and every connection, idle or not,
+// holds the queue's buffer: 32 × 64 bytes (it was 1,024 requests, 64 KiB of heap each).
+const maxPending = 32
 
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"net"
+	"runtime"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// idleConnBudget is what an idle TLS connection may cost the test process's heap in all: the
+// proxy's side (its relay, both connections, TLS state: about 17 KiB) and the test's client
+// and kfake sides (about 20 KiB). The proxy's share was 80 KiB when every connection held a
+// queue for 1,024 requests, which took the whole to about 100 KiB.
+const idleConnBudget = 64 << 10
+
+// TestIdleConnectionsHoldLittle opens TLS connections that each exchange one ApiVersions
+// through the proxy and then wait: once idle they hold no relay buffer and no large queue, so
+// the live heap grows by less than idleConnBudget per connection.
+func TestIdleConnectionsHoldLittle(t *testing.T) {
+	p, pc, pki := simpleProxy(t, "")
+	const n = 200
+	before := liveHeap()
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range n {
+		c := dialTLS(t, pc, pki, "a-bootstrap.kafka.test")
+		conns = append(conns, c)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.SetVersion(3)
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "idle", "1"
+		rawRequest(t, c, req, int32(i))
+		if _, err := readFrame(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.srv.mu.Lock()
+	got := len(p.srv.conns)
+	p.srv.mu.Unlock()
+	if got != n {
+		t.Fatalf("the proxy relays %d connections, want %d", got, n)
+	}
+	per := (liveHeap() - before) / n
+	t.Logf("heap per idle connection (proxy, client and kfake): %.1f KiB", float64(per)/1024)
+	if per > idleConnBudget {
+		t.Errorf("an idle connection holds %.1f KiB of heap in all, over %d KiB", float64(per)/1024, idleConnBudget>>10)
+	}
+}
+
+// liveHeap is the heap's spans in use after two collections: the second empties the
+// sync.Pools the first moved to their victim caches, so pooled buffers do not count.
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
