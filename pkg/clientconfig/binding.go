@@ -50,7 +50,7 @@ type Binding struct {
 	Cert, Key []byte
 	// TruststoreP12, KeystoreP12 and their passwords are the PKCS12 stores, when storeFormats
 	// asked for them.
-	TruststoreP12, KeystoreP12             []byte
+	TruststoreP12, KeystoreP12           []byte
 	TruststorePassword, KeystorePassword string
 	// OAuth client credentials and token endpoint of an OAUTHBEARER binding.
 	TokenEndpoint, ClientID, ClientSecret, Scope string

@@ -56,7 +56,7 @@ var bindings = map[string]map[string]string{
 		"bootstrap.servers": "my-cluster-kafka-bootstrap.kafka.svc:9093", "security.protocol": "SASL_SSL",
 		"ssl.truststore.crt": testCA, "sasl.mechanism": "OAUTHBEARER",
 		"sasl.oauthbearer.token.endpoint.url": "https://sso.example.com/realms/kafka/protocol/openid-connect/token",
-		"clientId": "orders-app", "clientSecret": "s3cret", "scope": "kafka",
+		"clientId":                            "orders-app", "clientSecret": "s3cret", "scope": "kafka",
 	},
 }
 
