@@ -109,7 +109,7 @@ var explanations = map[string]Explanation{
 		"create the backend, or fix the backendRef's name, namespace and port"),
 	"InvalidKind": failing("a backendRef or filter names a kind kafkalink does not route to",
 		"use a Service or a Strimzi Kafka as the backend, a KafkaFilter as filter"),
-	"Conflicted": failing("the listener conflicts with another one", "fix the listeners the message names"),
+	"Conflicted":     failing("the listener conflicts with another one", "fix the listeners the message names"),
 	"TargetNotFound": failing("the KafkaBackendTLSPolicy's target does not exist", "fix the policy's targetRefs"),
 	"NameInUse": failing("a name kafkalink generates is held by an object it does not control; it is never taken over",
 		"delete or rename that object; kafkalink creates its own at once"),
