@@ -130,7 +130,8 @@ func serviceNode(s corev1.Service) *Node {
 }
 
 func podNode(p corev1.Pod) *Node {
-	n := &Node{Kind: "pod", Name: key(p.Namespace, p.Name), Detail: string(p.Status.Phase), Condition: ConditionReady, State: StatePending, Reason: "NoStatus"}
+	n := &Node{Kind: "pod", Name: key(p.Namespace, p.Name), Detail: string(p.Status.Phase), Condition: ConditionReady, State: StatePending,
+		Reason: reasonPodNotStarted, Message: "no kubelet has reported the pod yet"}
 	for _, c := range p.Status.Conditions {
 		if c.Type != corev1.PodReady {
 			continue

@@ -13,6 +13,8 @@ const (
 	reasonNotFound   = "NotFound"
 	reasonNotWritten = "NotWritten"
 	reasonUnreadable = "Unreadable"
+	// reasonPodNotStarted: a pod without a Ready condition, which no kubelet has reported.
+	reasonPodNotStarted = "PodNotStarted"
 )
 
 // ownExplanations explain the plugin's own reasons; the controllers' are in pkg/diagnose.
@@ -23,6 +25,8 @@ var ownExplanations = map[string]diagnose.Explanation{
 		Action: "create it, or fix the reference to it"},
 	reasonNotWritten: {Meaning: "the connection has not been bound yet, so it names no Secret",
 		Action: "fix the connection's failing condition above; the Secret follows"},
+	reasonPodNotStarted: {Meaning: "the pod is not scheduled or not started: no kubelet has reported it",
+		Action: "kubectl describe pod: unschedulable (resources, node selectors, taints), image pull failures, a ResourceQuota"},
 	reasonUnreadable: {Meaning: "kubectl kafkalink could not read the object",
 		Action: "check that its API is installed and that you may get it (kubectl auth can-i get)"},
 }
@@ -44,7 +48,7 @@ func explain(n *Node) (diagnose.Explanation, bool) {
 func Why(root *Node) string {
 	var bad []*Node
 	walk(root, func(n *Node) {
-		if n.State == StateFailing || n.State == StatePending {
+		if (n.State == StateFailing || n.State == StatePending) && !repeatsAChild(n) {
 			bad = append(bad, n)
 		}
 	})
@@ -73,6 +77,17 @@ func Why(root *Node) string {
 		}
 	}
 	return b.String()
+}
+
+// repeatsAChild reports whether a line only repeats the condition of one of its children (a
+// route's line summarising its parents), which why then shows once.
+func repeatsAChild(n *Node) bool {
+	for _, c := range n.Children {
+		if c.Condition == n.Condition && c.Status == n.Status && c.Reason == n.Reason && c.Message == n.Message {
+			return true
+		}
+	}
+	return false
 }
 
 func walk(n *Node, f func(*Node)) {
