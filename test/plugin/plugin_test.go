@@ -236,4 +236,3 @@ func waitGatewayProgrammedReason(t *testing.T) {
 		return strings.Contains(strings.Join(reasons, ","), "Programmed=False"), nil
 	})
 }
-
