@@ -5,6 +5,8 @@
 #   kafkalink-VERSION.tgz                   the Helm chart, version and appVersion VERSION
 #   kafkalink-{operator,proxy}-VERSION.oci.tar  multi-arch OCI image indexes (oci-archive)
 #   images/kafkalink-{operator,proxy}/      the same as OCI image layout folders
+#   kubectl-kafkalink_<os>_<arch>.tar.gz    kubectl kafkalink per platform, and kafkalink.krew.yaml,
+#                                           its krew manifest (hack/release-plugin.sh)
 #   SHA256SUMS
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,5 +39,6 @@ OUT=$out/images bash hack/build-images.sh
 for cmd in kafkalink-operator kafkalink-proxy; do
   mv "$out/images/$cmd.oci.tar" "$out/$cmd-$version.oci.tar"
 done
-(cd "$out" && sha256sum ./*.yaml ./*.tgz ./*.oci.tar >SHA256SUMS)
+OUT=$out bash hack/release-plugin.sh
+(cd "$out" && sha256sum ./*.yaml ./*.tgz ./*.tar.gz ./*.oci.tar >SHA256SUMS)
 ls -l "$out"

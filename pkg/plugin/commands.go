@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	kafkalinkclient "github.com/kafkalink/kafkalink/generated/clientset/versioned"
@@ -99,7 +100,10 @@ func (o *options) clients() (*Clients, string, error) {
 	}
 	cfg.UserAgent = "kubectl-kafkalink/" + version.Version
 	c := &Clients{}
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+	if c.Core, err = corev1client.NewForConfig(cfg); err != nil {
+		return nil, "", err
+	}
+	if c.Discovery, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
 		return nil, "", err
 	}
 	if c.Kafkalink, err = kafkalinkclient.NewForConfig(cfg); err != nil {
@@ -282,7 +286,7 @@ func (o *options) config(ctx context.Context, c *Clients, ns, ref string, client
 	if conn.Status.Binding == nil || conn.Status.Binding.Name == "" {
 		return fmt.Errorf("KafkaConnection %s/%s has no binding yet; kubectl kafkalink why kafkaconnection/%s says why", ns, name, name)
 	}
-	secret, err := c.Kube.CoreV1().Secrets(ns).Get(ctx, conn.Status.Binding.Name, metav1.GetOptions{})
+	secret, err := c.Core.Secrets(ns).Get(ctx, conn.Status.Binding.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
@@ -21,7 +22,10 @@ import (
 
 // Clients are the API clients the commands read with.
 type Clients struct {
-	Kube      kubernetes.Interface
+	// Core and Discovery rather than a whole clientset: the plugin reads Secrets, Services and
+	// Pods only, and every other API group would weigh on the binary users download.
+	Core      corev1client.CoreV1Interface
+	Discovery discovery.DiscoveryInterface
 	Kafkalink kafkalinkclient.Interface
 	Dynamic   dynamic.Interface
 	// strimziVersion is the served kafka.strimzi.io version, found on first use.
@@ -36,7 +40,7 @@ const strimziGroup = "kafka.strimzi.io"
 func (c *Clients) strimzi(resource string) (schema.GroupVersionResource, error) {
 	if c.strimziVersion == "" {
 		for _, v := range []string{"v1", "v1beta2"} {
-			list, err := c.Kube.Discovery().ServerResourcesForGroupVersion(strimziGroup + "/" + v)
+			list, err := c.Discovery.ServerResourcesForGroupVersion(strimziGroup + "/" + v)
 			if err != nil {
 				continue
 			}
@@ -77,7 +81,7 @@ func (c *Clients) GatherConnection(ctx context.Context, conn *kafkav1beta2.Kafka
 		w.User = c.getStrimzi(ctx, &w, "KafkaUser", "kafkausers", namespaceOr(u.Namespace, conn.Namespace), u.Name)
 	}
 	if b := conn.Status.Binding; b != nil && b.Name != "" {
-		s, err := c.Kube.CoreV1().Secrets(conn.Namespace).Get(ctx, b.Name, metav1.GetOptions{})
+		s, err := c.Core.Secrets(conn.Namespace).Get(ctx, b.Name, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			w.Secret = s
@@ -125,13 +129,13 @@ func (c *Clients) GatherGateway(ctx context.Context, g *kroxyliciousv1alpha1.Kaf
 	}
 	sortRoutes(w.Routes)
 	selector := metav1.ListOptions{LabelSelector: wellknown.LabelGateway + "=" + g.Name}
-	services, err := c.Kube.CoreV1().Services(g.Namespace).List(ctx, selector)
+	services, err := c.Core.Services(g.Namespace).List(ctx, selector)
 	if err != nil {
 		return w, err
 	}
 	w.Services = services.Items
 	sort.Slice(w.Services, func(i, j int) bool { return w.Services[i].Name < w.Services[j].Name })
-	pods, err := c.Kube.CoreV1().Pods(g.Namespace).List(ctx, selector)
+	pods, err := c.Core.Pods(g.Namespace).List(ctx, selector)
 	if err != nil {
 		return w, err
 	}
