@@ -195,3 +195,25 @@ func compareGolden(t *testing.T, path, got string) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// TestDocsShowTheRealOutput: the samples of docs/kubectl-plugin.md are test/plugin's golden
+// files, which the plugin produced against a real control plane; regenerate the page's samples
+// when those change.
+func TestDocsShowTheRealOutput(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/kubectl-plugin.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		"connection-ready-status", "connection-user-missing-status", "gateway-backend-missing-status",
+		"connection-user-missing-why", "route-backend-missing-why", "connection-ready-why", "connection-ready-config-kcat",
+	} {
+		sample, err := os.ReadFile(filepath.Join("../../test/plugin/testdata", name+".golden"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), string(sample)) {
+			t.Errorf("docs/kubectl-plugin.md does not show test/plugin/testdata/%s.golden as it is", name)
+		}
+	}
+}
