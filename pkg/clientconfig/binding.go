@@ -93,8 +93,20 @@ func ParseBinding(name string, data map[string][]byte) (*Binding, error) {
 	return b, nil
 }
 
-// check refuses a binding whose protocol and credentials do not fit together.
+// check refuses a binding whose protocol and credentials do not fit together, or whose
+// one-line values hold a line break, which would end a property early and start another.
 func (b *Binding) check() error {
+	for name, v := range map[string]string{
+		binding.KeySecurityProtocol: b.Protocol, binding.KeySASLMechanism: b.Mechanism, binding.KeyUsername: b.Username,
+		binding.KeyPassword: b.Password, binding.KeyTruststorePassword: b.TruststorePassword,
+		binding.KeyKeystorePassword: b.KeystorePassword, binding.KeyOAuthTokenEndpoint: b.TokenEndpoint,
+		binding.KeyOAuthClientID: b.ClientID, binding.KeyOAuthClientSecret: b.ClientSecret, binding.KeyOAuthScope: b.Scope,
+		binding.KeyBootstrapServers: strings.Join(b.BootstrapServers, ","),
+	} {
+		if strings.ContainsAny(v, "\r\n") {
+			return fmt.Errorf("%s holds a line break", name)
+		}
+	}
 	switch b.Protocol {
 	case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
 	default:

@@ -155,6 +155,10 @@ func TestParseBindingRefuses(t *testing.T) {
 			data: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "username": "u"},
 			want: "needs username and password",
 		},
+		"a username with a line break, which would add a property": {
+			data: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "username": "u\nssl.ca.location=/x", "password": "p"},
+			want: "username holds a line break",
+		},
 		"GSSAPI": {
 			data: map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI"},
 			want: `"GSSAPI" is not one of`,
