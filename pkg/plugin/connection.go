@@ -37,7 +37,13 @@ func ConnectionTree(w ConnectionWorld) *Node {
 	root := conditionNode("KafkaConnection", key(c.Namespace, c.Name), c.Status.Conditions, []string{ConditionReady})
 	root.Children = append(root.Children, backendNode(w))
 	if u := c.Spec.User; u != nil {
-		root.Children = append(root.Children, objectNode(w, "KafkaUser", key(namespaceOr(u.Namespace, c.Namespace), u.Name), w.User))
+		ns := namespaceOr(u.Namespace, c.Namespace)
+		n := objectNode(w, "KafkaUser", key(ns, u.Name), w.User)
+		if ns != c.Namespace {
+			// The binding controller copies no credentials across namespaces without a grant.
+			n.Detail = "needs a ReferenceGrant in " + ns + " from KafkaConnections of " + c.Namespace
+		}
+		root.Children = append(root.Children, n)
 	}
 	if o := c.Spec.OAuth; o != nil {
 		root.Children = append(root.Children, &Node{Kind: "OAuth client", Name: key(c.Namespace, o.ClientSecretRef.Name), State: StateInfo})

@@ -236,3 +236,20 @@ func waitGatewayProgrammedReason(t *testing.T) {
 		return strings.Contains(strings.Join(reasons, ","), "Programmed=False"), nil
 	})
 }
+
+// TestSeedConnectionAsWritten: the seed's KafkaConnection example, applied as written in a
+// namespace of its own, names a Kafka and a KafkaUser in my-namespace that do not exist there:
+// why says which and what to do.
+func TestSeedConnectionAsWritten(t *testing.T) {
+	apply(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: cafe}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: my-namespace}\n")
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cp.Kubectl("apply", "-n", "cafe", "-f", filepath.Join(root, "manifests", "examples", "seeds", "kafkaconnection.yaml")); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	waitReason(t, "cafe", "barista-kafka", "KafkaNotFound")
+	golden(t, "seed-connection-status", kafkalink(t, "status", "kafkaconnection/barista-kafka", "-n", "cafe"))
+	golden(t, "seed-connection-why", kafkalink(t, "why", "kafkaconnection/barista-kafka", "-n", "cafe"))
+}
