@@ -63,6 +63,33 @@ spec:
   user: {apiVersion: kafka.strimzi.io/v1beta2, kind: KafkaUser, name: billing}
 `
 
+// checkColour runs the plugin on a terminal (util-linux script gives it a pseudo-terminal):
+// the failing line is red; with --no-color, or NO_COLOR set, nothing is coloured.
+func checkColour(t *testing.T, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Log("util-linux script is missing: the colour on a terminal is not checked")
+		return
+	}
+	onTerminal := func(env string, extra ...string) string {
+		line := env + " " + plugin + " --kubeconfig " + cp.Kubeconfig + " " + strings.Join(append(append([]string(nil), args...), extra...), " ")
+		out, err := exec.Command("script", "-qec", line, "/dev/null").CombinedOutput()
+		if err != nil {
+			t.Fatalf("script -c %s: %v\n%s", line, err, out)
+		}
+		return string(out)
+	}
+	const red = "\x1b[31mReady=False UserNotFound"
+	if out := onTerminal("NO_COLOR="); !strings.Contains(out, red) {
+		t.Errorf("on a terminal the failing Ready is not red:\n%q", out)
+	}
+	for _, out := range []string{onTerminal("NO_COLOR=", "--no-color"), onTerminal("NO_COLOR=1")} {
+		if strings.Contains(out, "\x1b[") {
+			t.Errorf("--no-color or NO_COLOR still colours:\n%q", out)
+		}
+	}
+}
+
 // kubectlPlugin runs the control plane's kubectl with the plugin on PATH, as kubectl's plugin
 // mechanism finds it (kubectl-kafkalink makes "kubectl kafkalink").
 func kubectlPlugin(t *testing.T, args ...string) string {
@@ -129,6 +156,7 @@ func TestConnections(t *testing.T) {
 	golden(t, "connection-ready-status", kafkalink(t, "status", "kafkaconnection/orders", "-n", "team-a"))
 	viaKubectl := kubectlPlugin(t, "kafkalink", "status", "kafkaconnection/orders", "-n", "team-a")
 	golden(t, "connection-ready-status", viaKubectl)
+	checkColour(t, "status", "kafkaconnection/billing", "-n", "team-a")
 	golden(t, "connection-ready-why", kafkalink(t, "why", "kconn/orders", "-n", "team-a"))
 	golden(t, "connection-user-missing-status", kafkalink(t, "status", "kafkaconnection/billing", "-n", "team-a"))
 	golden(t, "connection-user-missing-why", kafkalink(t, "why", "kafkaconnection/billing", "-n", "team-a"))
