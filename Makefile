@@ -27,7 +27,7 @@ all: build ## The default goal: build.
 help: ## List the targets and what they do.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build the operator and the proxy into bin/.
+build: ## Build the operator, the proxy and the kubectl plugin (kubectl-kafkalink) into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 controlplane: ## Build (or reuse) kube-apiserver, etcd, kube-controller-manager and kubectl.

@@ -9,6 +9,8 @@
 #   kafkalink-bundle-VERSION.oci.tar        the bundle image (REGISTRY/kafkalink-bundle:VERSION, linux/amd64 + arm64)
 #   kafkalink-argocd-cm-patch-VERSION.yaml  the Argo CD health checks as an argocd-cm patch
 #   kafkalink-argocd-VERSION.tar.gz         the same as Argo CD's resource_customizations tree, with tests
+#   kubectl-kafkalink_<os>_<arch>.tar.gz    kubectl kafkalink per platform, and kafkalink.krew.yaml,
+#                                           its krew manifest (hack/release-plugin.sh)
 #   SHA256SUMS
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,5 +53,6 @@ OUT=$out/images bash hack/build-images.sh
 for cmd in kafkalink-operator kafkalink-proxy; do
   mv "$out/images/$cmd.oci.tar" "$out/$cmd-$version.oci.tar"
 done
+OUT=$out bash hack/release-plugin.sh
 (cd "$out" && sha256sum ./*.yaml ./*.tgz ./*.tar.gz ./*.oci.tar >SHA256SUMS)
 ls -l "$out"

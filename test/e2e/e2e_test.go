@@ -287,6 +287,19 @@ func TestEndToEnd(t *testing.T) {
 		kcatProduceConsume(t, proxyHosts, args, "via-gateway-kcat")
 	})
 
+	e.step("kubectl kafkalink config output for kcat and franz-go produces through the proxy with nothing else set", func(t *testing.T) {
+		requireKcat(t)
+		kcatDir := e.pluginConfig(t, nsApps, routeConn, "kcat")
+		conf := []string{"-F", filepath.Join(kcatDir, "kcat.conf"), "-m", "20"}
+		kcatProduceConsume(t, proxyHosts, conf, "via-gateway-plugin-kcat")
+		producer := buildFranzGoProducer(t, e.pluginConfig(t, nsApps, routeConn, "franz-go"))
+		t.Log(runWithHosts(t, proxyHosts, producer, topic, "via-gateway-plugin-franz-go"))
+		got := kcat(t, proxyHosts, "", append(conf, "-C", "-t", topic, "-o", "beginning", "-e", "-q")...)
+		if !strings.Contains(got, "via-gateway-plugin-franz-go") {
+			t.Fatalf("the record the franz-go program produced is not in the partition:\n%s", got)
+		}
+	})
+
 	e.step("a KafkaUser password rotation reaches the bindings and a new client authenticates", func(t *testing.T) {
 		oldDirect := directDir
 		// Strimzi's User Operator changes the broker's credentials first, then the Secret.
