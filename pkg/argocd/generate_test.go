@@ -1,13 +1,9 @@
 package argocd
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -93,89 +89,3 @@ func TestEveryKindHasACheck(t *testing.T) {
 	}
 }
 
-// tables are the classification tables by name.
-var tables = map[string]map[string]Health{"ConnectionReasons": ConnectionReasons, "GatewayReasons": GatewayReasons}
-
-// reasonSources are the packages whose exported Reason* constants are condition reasons, with
-// the name of the table that must classify them.
-var reasonSources = []struct{ dir, table string }{
-	{"../binding", "ConnectionReasons"},
-	{"../bindingcontroller", "ConnectionReasons"},
-	{"../gateway", "GatewayReasons"},
-}
-
-// TestEveryReasonClassified reads the Reason* constants of the packages that write conditions
-// from their source and needs each in its table, and each table entry to be one of them: a
-// reason added to a controller fails here until it is classified.
-func TestEveryReasonClassified(t *testing.T) {
-	declared := map[string]map[string]bool{}
-	for _, src := range reasonSources {
-		if declared[src.table] == nil {
-			declared[src.table] = map[string]bool{}
-		}
-		for name, value := range reasonConstants(t, src.dir) {
-			if _, ok := tables[src.table][value]; !ok {
-				t.Errorf("%s.%s = %q is not classified in %s (pkg/argocd/reasons.go)", filepath.Base(src.dir), name, value, src.table)
-			}
-			declared[src.table][value] = true
-		}
-	}
-	for name, table := range tables {
-		for reason := range table {
-			if !declared[name][reason] {
-				t.Errorf("%s classifies %q, which no Reason constant declares", name, reason)
-			}
-		}
-	}
-}
-
-// reasonConstants are the exported constants named Reason* in a package's non-test files, by
-// name, with their string values. A Reason constant that is not a string literal fails the
-// test: this reader would not know its value.
-func reasonConstants(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	out := map[string]string{}
-	for _, p := range paths {
-		if strings.HasSuffix(p, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
-				continue
-			}
-			for _, spec := range gd.Specs {
-				vs := spec.(*ast.ValueSpec)
-				for i, name := range vs.Names {
-					if !strings.HasPrefix(name.Name, "Reason") || !name.IsExported() {
-						continue
-					}
-					if i >= len(vs.Values) {
-						t.Errorf("%s: %s has no value of its own (iota?); classify it by hand and teach this test", p, name.Name)
-						continue
-					}
-					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						t.Errorf("%s: %s is not a string literal; classify it by hand and teach this test", p, name.Name)
-						continue
-					}
-					v, _ := strconv.Unquote(lit.Value)
-					out[name.Name] = v
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s declares no Reason constants", dir)
-	}
-	return out
-}

@@ -33,13 +33,13 @@ var Checks = []Check{
 	{Group: gatewaymodel.FilterGroup, Kind: gatewaymodel.KindFilter,
 		Static: fmt.Sprintf("KafkaFilter has no status: a KafkaRoute that uses it reports %s, %s or %s in its status",
 			gateway.ReasonFilterNotFound, gateway.ReasonInvalidFilterSecretRef, gateway.ReasonInvalidFilterConfig)},
-	{Group: kafkav1beta2.GroupName, Kind: "KafkaConnection", Reasons: ConnectionReasons},
-	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Reasons: GatewayReasons},
+	{Group: kafkav1beta2.GroupName, Kind: "KafkaConnection", Reasons: Reasons},
+	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindPolicy, Reasons: Reasons},
 	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindParameters,
 		Static: fmt.Sprintf("KafkaGatewayParameters has no status: a KafkaGateway that names it reports %s in its status when it cannot be used",
 			gateway.ReasonInvalidParameters)},
-	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindGateway, Reasons: GatewayReasons},
-	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Reasons: GatewayReasons},
+	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindGateway, Reasons: Reasons},
+	{Group: gatewaymodel.Group, Kind: gatewaymodel.KindRoute, Reasons: Reasons},
 }
 
 // unusedPolicyMessage is the Healthy message of a KafkaBackendTLSPolicy no gateway uses.

@@ -6,10 +6,23 @@ package diagnose
 
 import "sort"
 
+// Health is what a reason says of its object, in Argo CD's health codes (pkg/argocd's checks
+// classify by it).
+type Health string
+
+const (
+	// Healthy: the reason of a condition in its good state (Accepted, Bound): nothing to do.
+	Healthy Health = "Healthy"
+	// Progressing: a reason that goes away by itself once another controller (Strimzi, the
+	// gateway controller, the Deployment) catches up.
+	Progressing Health = "Progressing"
+	// Degraded: a reason that needs a change to the object or to what it names.
+	Degraded Health = "Degraded"
+)
+
 // Explanation says what a condition reason means and what to do about it.
 type Explanation struct {
-	// Healthy reasons are those of a condition in its good state (Accepted, Bound): nothing to do.
-	Healthy bool
+	Health Health
 	// Meaning says what kafkalink found.
 	Meaning string
 	// Action says what to change; empty for healthy reasons.
@@ -32,8 +45,13 @@ func Reasons() []string {
 	return out
 }
 
-func healthy(meaning string) Explanation { return Explanation{Healthy: true, Meaning: meaning} }
+func healthy(meaning string) Explanation { return Explanation{Health: Healthy, Meaning: meaning} }
+
+// waiting is a Progressing reason: the action is what to check if it lasts.
+func waiting(meaning, action string) Explanation {
+	return Explanation{Health: Progressing, Meaning: meaning, Action: action}
+}
 
 func failing(meaning, action string) Explanation {
-	return Explanation{Meaning: meaning, Action: action}
+	return Explanation{Health: Degraded, Meaning: meaning, Action: action}
 }

@@ -82,7 +82,7 @@ func TestEveryReasonIsExplained(t *testing.T) {
 			t.Errorf("%s = %q has no explanation in pkg/diagnose/reasons.go", where, reason)
 			continue
 		}
-		if e.Meaning == "" || (!e.Healthy && e.Action == "") {
+		if e.Meaning == "" || (e.Health != Healthy && e.Action == "") {
 			t.Errorf("%q: an explanation needs a meaning, and an action unless healthy", reason)
 		}
 	}
