@@ -18,6 +18,10 @@ const (
 	ReasonListenerIncompatible = "ListenerIncompatible"
 	// ReasonNoCompatibleListener: no listener is named and none of the Kafka's listeners fits.
 	ReasonNoCompatibleListener = "NoCompatibleListener"
+	// ReasonNoInternalListener: no listener is named, no in-cluster listener (internal,
+	// cluster-ip) fits, and one reached from outside the cluster would; the connection opts in to
+	// those with spec.allowExternalListener or names one in spec.kafka.listener.name.
+	ReasonNoInternalListener = "NoInternalListener"
 	// ReasonBootstrapNotReady: the chosen listener has no bootstrapServers (nor addresses) in the
 	// Kafka status yet; Strimzi fills them in once the listener is up.
 	ReasonBootstrapNotReady = "BootstrapNotReady"

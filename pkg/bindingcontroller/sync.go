@@ -213,9 +213,10 @@ func (r *reconciler) buildKafka(ctx context.Context, conn *kafkav1beta2.KafkaCon
 // cannot see: Strimzi missing, invalid objects, a missing user, a reference not permitted.
 func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziState) (binding.Input, *binding.Failure) {
 	in := binding.Input{
-		CurrentListener: conn.Status.Listener,
-		StoreFormats:    conn.Spec.StoreFormats,
-		Cache:           r.cache,
+		CurrentListener:       conn.Status.Listener,
+		AllowExternalListener: conn.Spec.AllowExternalListener,
+		StoreFormats:          conn.Spec.StoreFormats,
+		Cache:                 r.cache,
 	}
 	if conn.Spec.Kafka.Listener != nil {
 		in.RequestedListener = conn.Spec.Kafka.Listener.Name
