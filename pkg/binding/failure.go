@@ -76,6 +76,14 @@ const (
 	// listener's bootstrap Service is neither exported (ServiceExport) nor in node pools with
 	// Submariner cluster ids, so no address reaches it from every member cluster.
 	ReasonStretchAddressUnknown = "StretchAddressUnknown"
+	// ReasonReadForbidden: the API server answered 403 to a read the binding needs (a list or
+	// watch of Kafkas, KafkaUsers or Secrets, or a get of a Secret); the message names the
+	// resource, the verb and the operator's identity as the API server reported them. Set by the
+	// controller, which checks again every ReadDeniedRecheck.
+	ReasonReadForbidden = "ReadForbidden"
+	// ReasonReadUnauthorized: as ReadForbidden for a 401: the operator's credentials (token,
+	// certificate) were not accepted at all, such as an expired token.
+	ReasonReadUnauthorized = "ReadUnauthorized"
 	// ReasonTargetsUnavailable: a member cluster target cannot be reached or written; set by the
 	// controller, per target in status.targets.
 	ReasonTargetsUnavailable = "TargetsUnavailable"

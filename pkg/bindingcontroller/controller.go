@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,15 +94,18 @@ type reconciler struct {
 	bindingIndex cache.Indexer
 	// allowedMetadataPrefixes is the operator's --allowed-metadata-prefixes (nil: any key).
 	allowedMetadataPrefixes []string
-	grants                  *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
-	strimzi                 *strimziWatch
-	route                   *routeWatch                  // connections that name a KafkaRoute; see route.go
-	gatewaysAPI             *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
-	stretch                 *stretchWatch                // node pools and ServiceExports; see stretch.go
-	targets                 *targets                     // copies in member clusters; see targets.go
-	cache                   *binding.StoreCache
-	recorder                record.EventRecorder
-	clock                   clock.PassiveClock
+	denials                 readDenials
+	// recheck enqueues a connection again after a while (the controller's EnqueueAfter).
+	recheck     func(cache.ObjectName, time.Duration)
+	grants      *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
+	strimzi     *strimziWatch
+	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
+	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
+	stretch     *stretchWatch                // node pools and ServiceExports; see stretch.go
+	targets     *targets                     // copies in member clusters; see targets.go
+	cache       *binding.StoreCache
+	recorder    record.EventRecorder
+	clock       clock.PassiveClock
 }
 
 // New builds the KafkaConnection controller for the namespace of env.Informers ("" for all). It
@@ -154,7 +158,9 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 		recorder: env.Recorder,
 		clock:    clock.RealClock{},
 	}
+	r.denials = readDenials{sources: controller.WatchReadDenial(sourceInformer), bindings: controller.WatchReadDenial(bindingInformer)}
 	c := controller.New(QueueName, r.sync)
+	r.recheck = c.EnqueueAfter
 	r.targets = newTargets(ctx, r, c, env.Options.AllowedMemberServers)
 	if err := r.watchOptional(ctx, env, c); err != nil {
 		return nil, err
@@ -171,7 +177,9 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 			return nil, err
 		}
 	}
-	c.WaitFor(connInformer.Informer().HasSynced, sourceInformer.HasSynced, bindingInformer.HasSynced)
+	c.WaitFor(connInformer.Informer().HasSynced,
+		syncedOrDenied(sourceInformer.HasSynced, r.denials.sources.Err),
+		syncedOrDenied(bindingInformer.HasSynced, r.denials.bindings.Err))
 	route, routeSynced, err := newRouteWatch(env, r, c)
 	if err != nil {
 		return nil, err

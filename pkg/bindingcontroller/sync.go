@@ -49,6 +49,15 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		// Garbage collection deletes the Secret; copies in member clusters are ours to remove.
 		return r.finalize(ctx, conn)
 	}
+	if f := r.readDenied(conn); f != nil {
+		// Nothing read can be trusted: the Secret keeps its last good binding, status says why.
+		r.recheck(key, ReadDeniedRecheck)
+		bound := ""
+		if conn.Status.Binding != nil {
+			bound = conn.Status.Binding.Name
+		}
+		return r.finish(ctx, conn, binding.Result{}, f, bound)
+	}
 	var res binding.Result
 	var failure *binding.Failure
 	switch conn.Spec.Kafka.Kind {
@@ -354,6 +363,8 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 		switch {
 		case err == nil && !controlledBy(live, conn):
 			return notOwned(conn, live), nil
+		case controller.IsReadDenied(err):
+			return deniedFailure(fmt.Sprintf("get Secret %s/%s", conn.Namespace, meta.Name), err), nil
 		case err != nil && !apierrors.IsNotFound(err):
 			return nil, err
 		}
@@ -568,6 +579,9 @@ func (r *reconciler) gatherOAuth(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	o := conn.Spec.OAuth
 	name := o.ClientSecretRef.Name
 	s, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if controller.IsReadDenied(err) {
+		return nil, deniedFailure(fmt.Sprintf("get Secret %s/%s (spec.oauth.clientSecretRef)", conn.Namespace, name), err), nil
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, &binding.Failure{Reason: binding.ReasonOAuthCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s (spec.oauth.clientSecretRef) does not exist", conn.Namespace, name)}, nil
 	}
