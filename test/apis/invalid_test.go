@@ -190,6 +190,18 @@ spec:
 `,
 			wantField: "spec.type", wantMessage: "Required value",
 		},
+		"a filter with both config and configTemplate": {
+			yaml: `
+apiVersion: filter.kroxylicious.io/v1alpha1
+kind: KafkaFilter
+metadata: {name: f}
+spec:
+  type: RecordEncryption
+  config: {kms: Foo}
+  configTemplate: {kms: Bar}
+`,
+			wantField: "spec", wantMessage: "config and configTemplate are the same field",
+		},
 		"a backend TLS policy targeting something other than a Service": {
 			yaml: `
 apiVersion: kroxylicious.io/v1alpha1
