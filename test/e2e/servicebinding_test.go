@@ -263,6 +263,40 @@ spec:
 	if _, err := sbKube.CoreV1().Secrets(nsApps).Get(e.ctx, directConn, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the Service Binding runtime's identity reads the binding Secret (err %v); it should need no Secret access", err)
 	}
+
+	// A rename (spec.secretName): status.binding.name follows, so does the projection, and the
+	// old Secret goes.
+	const renamed = "orders-kafka-binding"
+	if _, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Patch(e.ctx, directConn, types.MergePatchType,
+		[]byte(`{"spec":{"secretName":"`+renamed+`"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the projection to follow the renamed binding Secret", func() (bool, string) {
+		d, err := e.kube.AppsV1().Deployments(nsApps).Get(e.ctx, "orders", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Projected != nil {
+				for _, src := range v.Projected.Sources {
+					if src.Secret != nil {
+						names = append(names, src.Secret.Name)
+					}
+				}
+			}
+		}
+		for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+			if v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+				names = append(names, v.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		return len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return n != renamed }), fmt.Sprintf("projected Secrets %v", names)
+	})
+	e.eventually("the old binding Secret to be gone", func() (bool, string) {
+		_, err := e.kube.CoreV1().Secrets(nsApps).Get(e.ctx, directConn, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get %s: %v", directConn, err)
+	})
 }
 
 // releasedRBAC writes the ServiceAccount, roles and bindings (and their Namespace) of a Service
