@@ -163,3 +163,14 @@ func (d *configMapData) get(ctx context.Context, slim *corev1.ConfigMap) (*corev
 	d.mu.Unlock()
 	return full, nil
 }
+
+// sweep drops the values of every ConfigMap no filter names any more.
+func (d *configMapData) sweep(used func(key string) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.m {
+		if !used(k.String()) {
+			delete(d.m, k)
+		}
+	}
+}

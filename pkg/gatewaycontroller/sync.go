@@ -781,5 +781,6 @@ func (c *Controller) gatherConfigMaps(ctx context.Context, filters []*filterv1al
 			}
 		}
 	}
+	c.configMapData.sweep(func(key string) bool { return controller.HasIndexed(c.filterIdx, indexFilterConfigMap, key) })
 	return out, nil
 }
