@@ -174,7 +174,10 @@ func (r *reconciler) deleteBindings(ctx context.Context, conn *kafkav1beta2.Kafk
 		}
 		uid := s.UID
 		err := r.kube.CoreV1().Secrets(conn.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone already, or another Secret of that name since: not ours to delete
+		}
+		if err != nil {
 			return err
 		}
 		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretDeleted, "Deleted Secret %s: %s", s.Name, why)
