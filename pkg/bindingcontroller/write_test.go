@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -327,5 +328,42 @@ func TestWriteStatus(t *testing.T) {
 				t.Errorf("lastTransitionTime %v, want %v", got, wantTime)
 			}
 		})
+	}
+}
+
+// TestDeleteBindingsRemovesOnlyThisConnectionsOtherSecrets: after a rename the old binding
+// Secret is deleted (with its UID as precondition); the new one, another connection's and a
+// foreign Secret stay.
+func TestDeleteBindingsRemovesOnlyThisConnectionsOtherSecrets(t *testing.T) {
+	named := func(name string, owner types.UID, uid types.UID) *corev1.Secret {
+		s := newBindingSecret(owner, map[string][]byte{"type": []byte("kafka")})
+		s.Name, s.UID = name, uid
+		return s
+	}
+	old, current := named("old", "conn-uid", "old-uid"), named("app", "conn-uid", "app-uid")
+	other, foreign := named("other", "other-uid", "other-secret-uid"), named("foreign", "", "foreign-uid")
+	f := newWriteFixture(t, old, current, other, foreign)
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{indexBindingController: indexSecretByController})
+	for _, s := range []*corev1.Secret{old, current, other, foreign} {
+		if err := idx.Add(cached(t, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.r.bindingIndex = idx
+	if err := f.r.deleteBindings(context.Background(), newConnection(), "app", "renamed to app"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.writes(), []string{"delete secrets apps"}; !slices.Equal(got, want) {
+		t.Fatalf("writes %v, want %v", got, want)
+	}
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(clienttesting.DeleteAction); ok {
+			if d.GetName() != "old" || d.GetDeleteOptions().Preconditions == nil || *d.GetDeleteOptions().Preconditions.UID != "old-uid" {
+				t.Errorf("deleted %s with options %+v, want old with its UID as precondition", d.GetName(), d.GetDeleteOptions())
+			}
+		}
+	}
+	if len(f.recorder.Events) != 1 {
+		t.Errorf("%d events, want one SecretDeleted", len(f.recorder.Events))
 	}
 }

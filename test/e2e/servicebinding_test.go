@@ -265,10 +265,23 @@ spec:
 	}
 
 	// A rename (spec.secretName): status.binding.name follows, so does the projection, and the
-	// old Secret goes.
+	// old Secret goes. The runtime (v0.7.0) watches no provisioned-service kind, so it resolves
+	// status.binding.name again only when the ServiceBinding changes (or at its resync): the
+	// ServiceBinding is touched once status names the new Secret, as after the RBAC change above.
 	const renamed = "orders-kafka-binding"
 	if _, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Patch(e.ctx, directConn, types.MergePatchType,
 		[]byte(`{"spec":{"secretName":"`+renamed+`"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("status.binding.name to name the renamed Secret", func() (bool, string) {
+		kc, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Get(e.ctx, directConn, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return kc.Status.Binding != nil && kc.Status.Binding.Name == renamed, fmt.Sprintf("status %+v", kc.Status)
+	})
+	if _, err := e.dyn.Resource(sbGVR).Namespace(nsApps).Patch(e.ctx, "orders-kafka", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"test.kafkalink.io/retry":"rename"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the projection to follow the renamed binding Secret", func() (bool, string) {
