@@ -24,7 +24,9 @@ type readDenials struct {
 }
 
 // readDenied is the failure of the first read this connection needs that the API server refuses,
-// nil when none is refused. Reads are checked in the order the binding makes them.
+// nil when none is refused. Reads are checked in the order the binding makes them. The caches a
+// connection to a KafkaRoute reads besides (routes, gateways, certificate Secrets) are the
+// operator's shared informers, whose refusals are not tracked here.
 func (r *reconciler) readDenied(conn *kafkav1beta2.KafkaConnection) *binding.Failure {
 	type read struct {
 		what string
@@ -33,9 +35,12 @@ func (r *reconciler) readDenied(conn *kafkav1beta2.KafkaConnection) *binding.Fai
 	var reads []read
 	if conn.Spec.Kafka.Kind == "" || conn.Spec.Kafka.Kind == kafkav1beta2.KindKafka {
 		reads = append(reads, read{"Kafkas (kafka.strimzi.io)", r.strimzi.kafkas.ReadDenied()})
-		if _, ok := userKey(conn); ok {
-			reads = append(reads, read{"KafkaUsers (kafka.strimzi.io)", r.strimzi.users.ReadDenied()})
-		}
+	}
+	if _, ok := userKey(conn); ok {
+		// Through a KafkaRoute too: the user and its Secret are read from the same caches.
+		reads = append(reads, read{"KafkaUsers (kafka.strimzi.io)", r.strimzi.users.ReadDenied()})
+	}
+	if _, ok := userKey(conn); ok || conn.Spec.Kafka.Kind != kafkav1beta2.KindKafkaRoute {
 		reads = append(reads, read{"Strimzi's Secrets (labelled strimzi.io/cluster)", r.denials.sources.Err()})
 	}
 	reads = append(reads, read{"binding Secrets (labelled kafkalink.io/binding)", r.denials.bindings.Err()})
