@@ -48,6 +48,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kafkav1beta2.BindingTargetApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("ClusterTarget"):
 		return &kafkav1beta2.ClusterTargetApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("ConnectionTemplate"):
+		return &kafkav1beta2.ConnectionTemplateApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("KafkaConnection"):
 		return &kafkav1beta2.KafkaConnectionApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("KafkaConnectionSpec"):
@@ -58,10 +60,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &kafkav1beta2.KafkaReferenceApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("ListenerReference"):
 		return &kafkav1beta2.ListenerReferenceApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("MetadataTemplate"):
+		return &kafkav1beta2.MetadataTemplateApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("OAuthClient"):
 		return &kafkav1beta2.OAuthClientApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("SecretReference"):
 		return &kafkav1beta2.SecretReferenceApplyConfiguration{}
+	case v1beta2.SchemeGroupVersion.WithKind("SecretTemplate"):
+		return &kafkav1beta2.SecretTemplateApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("StretchStatus"):
 		return &kafkav1beta2.StretchStatusApplyConfiguration{}
 	case v1beta2.SchemeGroupVersion.WithKind("TargetStatus"):

@@ -18,6 +18,10 @@ const (
 	ReasonListenerIncompatible = "ListenerIncompatible"
 	// ReasonNoCompatibleListener: no listener is named and none of the Kafka's listeners fits.
 	ReasonNoCompatibleListener = "NoCompatibleListener"
+	// ReasonNoInternalListener: no listener is named, no in-cluster listener (internal,
+	// cluster-ip) fits, and one reached from outside the cluster would; the connection opts in to
+	// those with spec.allowExternalListener or names one in spec.kafka.listener.name.
+	ReasonNoInternalListener = "NoInternalListener"
 	// ReasonBootstrapNotReady: the chosen listener has no bootstrapServers (nor addresses) in the
 	// Kafka status yet; Strimzi fills them in once the listener is up.
 	ReasonBootstrapNotReady = "BootstrapNotReady"
@@ -72,6 +76,14 @@ const (
 	// listener's bootstrap Service is neither exported (ServiceExport) nor in node pools with
 	// Submariner cluster ids, so no address reaches it from every member cluster.
 	ReasonStretchAddressUnknown = "StretchAddressUnknown"
+	// ReasonReadForbidden: the API server answered 403 to a read the binding needs (a list or
+	// watch of Kafkas, KafkaUsers or Secrets, or a get of a Secret); the message names the
+	// resource, the verb and the operator's identity as the API server reported them. Set by the
+	// controller, which checks again every ReadDeniedRecheck.
+	ReasonReadForbidden = "ReadForbidden"
+	// ReasonReadUnauthorized: as ReadForbidden for a 401: the operator's credentials (token,
+	// certificate) were not accepted at all, such as an expired token.
+	ReasonReadUnauthorized = "ReadUnauthorized"
 	// ReasonTargetsUnavailable: a member cluster target cannot be reached or written; set by the
 	// controller, per target in status.targets.
 	ReasonTargetsUnavailable = "TargetsUnavailable"

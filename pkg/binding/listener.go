@@ -30,6 +30,9 @@ type ListenerInput struct {
 	User *strimzi.KafkaUser
 	// OAuth is the connection's OAuth client; nil when it asks for none.
 	OAuth *OAuthCredentials
+	// AllowExternal is spec.allowExternalListener: without it an automatic choice takes only
+	// in-cluster listeners (the Strimzi proposal's step 8).
+	AllowExternal bool
 }
 
 // Choice is the listener a connection uses.
@@ -47,7 +50,9 @@ type Choice struct {
 //  1. the requested listener, refused with ListenerNotFound or ListenerIncompatible if it is
 //     missing or cannot serve the user;
 //  2. otherwise among the listeners that fit the user: the current one, then internal and
-//     cluster-ip listeners, then TLS ones, then by name.
+//     cluster-ip listeners, then TLS ones, then by name. Listeners reached from outside the
+//     cluster are candidates only with AllowExternal; when only such listeners fit, the choice
+//     fails with NoInternalListener, naming them and the fields that opt in.
 //
 // A listener fits when its authentication matches the user's: no user needs a listener without
 // authentication, a scram-sha-512 user a scram-sha-512 listener, a tls or tls-external user a
@@ -92,6 +97,12 @@ func ChooseListener(in ListenerInput) (Choice, *Failure) {
 			}
 			return Choice{}, fail(ReasonNoCompatibleListener, msg)
 		}
+		if !in.AllowExternal {
+			var f *Failure
+			if candidates, f = inClusterOnly(k, candidates, misfits, in); f != nil {
+				return Choice{}, f
+			}
+		}
 		sort.SliceStable(candidates, func(i, j int) bool { return preferred(candidates[i], candidates[j], in.Current) })
 		chosen = candidates[0]
 	}
@@ -107,6 +118,30 @@ func ChooseListener(in ListenerInput) (Choice, *Failure) {
 		BootstrapServers: bootstrap,
 		SecurityProtocol: SecurityProtocol(chosen),
 	}, nil
+}
+
+// inClusterOnly keeps the in-cluster listeners among the fitting ones; when none is left it fails
+// with NoInternalListener, saying which external listeners would fit and how to opt in.
+func inClusterOnly(k *strimzi.Kafka, fitting []strimzi.Listener, misfits []string, in ListenerInput) ([]strimzi.Listener, *Failure) {
+	var inCluster []strimzi.Listener
+	var external []string
+	for _, l := range fitting {
+		if l.Type.InCluster() {
+			inCluster = append(inCluster, l)
+		} else {
+			external = append(external, fmt.Sprintf("%s (%s)", l.Name, l.Type))
+		}
+	}
+	if len(inCluster) > 0 {
+		return inCluster, nil
+	}
+	msg := fmt.Sprintf("Kafka %s has no in-cluster listener (type internal or cluster-ip) that can serve %s", kafkaRef(k), describePrincipal(in.User, in.OAuth))
+	if len(misfits) > 0 {
+		msg += " (" + strings.Join(misfits, "; ") + ")"
+	}
+	msg += fmt.Sprintf("; %s would, from outside the cluster: name one in spec.kafka.listener.name, or set spec.allowExternalListener: true to let kafkalink choose it",
+		strings.Join(external, ", "))
+	return nil, fail(ReasonNoInternalListener, msg)
 }
 
 // preferred orders fitting listeners: the current one, in-cluster types, TLS, then name.

@@ -68,9 +68,9 @@ func TestChooseListener(t *testing.T) {
 			in:   ListenerInput{Kafka: kafkaWith(lst("b", intl, true, none), lst("a", intl, true, none), lst("c", intl, true, none))},
 			want: "a", protocol: ProtocolSSL,
 		},
-		"every non-internal type ranks equally and falls back to name order": {
+		"with external listeners allowed, every non-internal type ranks equally and falls back to name order": {
 			in: ListenerInput{Kafka: kafkaWith(lst("route", strimzi.ListenerRoute, true, none), lst("ingress", strimzi.ListenerIngress, true, none),
-				lst("tlsroute", strimzi.ListenerTLSRoute, true, none), lst("np", strimzi.ListenerNodePort, true, none))},
+				lst("tlsroute", strimzi.ListenerTLSRoute, true, none), lst("np", strimzi.ListenerNodePort, true, none)), AllowExternal: true},
 			want: "ingress", protocol: ProtocolSSL,
 		},
 		"a SCRAM user gets the SCRAM listener over SASL_SSL": {
@@ -88,8 +88,40 @@ func TestChooseListener(t *testing.T) {
 			want: "tls", protocol: ProtocolSSL,
 		},
 		"a tls-external user fits tls-auth listeners too": {
-			in:   ListenerInput{Kafka: kafkaWith(lst("scram", intl, true, scram), lst("route", strimzi.ListenerRoute, true, tlsA)), User: user(strimzi.UserAuthTLSExternal)},
+			in:   ListenerInput{Kafka: kafkaWith(lst("scram", intl, true, scram), lst("mtls", strimzi.ListenerClusterIP, true, tlsA)), User: user(strimzi.UserAuthTLSExternal)},
+			want: "mtls", protocol: ProtocolSSL,
+		},
+		"only an external listener fits: not Ready, naming it and the fields that opt in (step 8)": {
+			in:     ListenerInput{Kafka: kafkaWith(lst("scram", intl, true, scram), lst("route", strimzi.ListenerRoute, true, tlsA)), User: user(strimzi.UserAuthTLSExternal)},
+			reason: ReasonNoInternalListener, inMessage: "route (route) would, from outside the cluster: name one in spec.kafka.listener.name, or set spec.allowExternalListener: true",
+		},
+		"only external listeners at all: not Ready": {
+			in:     ListenerInput{Kafka: kafkaWith(lst("lb", strimzi.ListenerLoadBalancer, true, none), lst("np", strimzi.ListenerNodePort, true, none))},
+			reason: ReasonNoInternalListener, inMessage: "has no in-cluster listener (type internal or cluster-ip) that can serve a connection without a KafkaUser; lb (loadbalancer), np (nodeport) would",
+		},
+		"a tlsroute listener is outside the cluster too": {
+			in:     ListenerInput{Kafka: kafkaWith(lst("gw", strimzi.ListenerTLSRoute, true, none))},
+			reason: ReasonNoInternalListener, inMessage: "gw (tlsroute)",
+		},
+		"an external listener in status stays only while external listeners are allowed": {
+			in:     ListenerInput{Kafka: kafkaWith(lst("lb", strimzi.ListenerLoadBalancer, true, none)), Current: "lb"},
+			reason: ReasonNoInternalListener, inMessage: "lb (loadbalancer)",
+		},
+		"with external listeners allowed, an external listener is chosen when no internal one fits": {
+			in:   ListenerInput{Kafka: kafkaWith(lst("scram", intl, true, scram), lst("route", strimzi.ListenerRoute, true, tlsA)), User: user(strimzi.UserAuthTLSExternal), AllowExternal: true},
 			want: "route", protocol: ProtocolSSL,
+		},
+		"with external listeners allowed, an in-cluster one still wins": {
+			in:   ListenerInput{Kafka: kafkaWith(lst("lb", strimzi.ListenerLoadBalancer, true, none), lst("plain", intl, false, none)), AllowExternal: true},
+			want: "plain", protocol: ProtocolPlaintext,
+		},
+		"a named external listener needs no opt-in": {
+			in:   ListenerInput{Kafka: kafkaWith(lst("lb", strimzi.ListenerLoadBalancer, true, none), lst("plain", intl, false, none)), Requested: "lb"},
+			want: "lb", protocol: ProtocolSSL,
+		},
+		"no listener fits at all: NoCompatibleListener, not NoInternalListener": {
+			in:     ListenerInput{Kafka: kafkaWith(lst("lb", strimzi.ListenerLoadBalancer, true, scram)), User: user(strimzi.UserAuthTLS)},
+			reason: ReasonNoCompatibleListener,
 		},
 		"a current listener that no longer fits the user is passed over": {
 			in:   ListenerInput{Kafka: kafkaWith(lst("scram", intl, true, scram), lst("tls", intl, true, tlsA)), User: user(strimzi.UserAuthTLS), Current: "scram"},
@@ -179,7 +211,7 @@ func TestChooseListener(t *testing.T) {
 			in: ListenerInput{Kafka: &strimzi.Kafka{Name: "k",
 				Listeners: []strimzi.Listener{lst("external", strimzi.ListenerNodePort, true, none)},
 				Status: strimzi.KafkaStatus{Listeners: []strimzi.ListenerStatus{{Name: "external", Addresses: []strimzi.ListenerAddress{
-					{Host: "10.0.0.1", Port: 31001}, {Host: "fd00::1", Port: 31001}, {Host: "10.0.0.1", Port: 31001}, {Host: "", Port: 1}}}}}}},
+					{Host: "10.0.0.1", Port: 31001}, {Host: "fd00::1", Port: 31001}, {Host: "10.0.0.1", Port: 31001}, {Host: "", Port: 1}}}}}}, AllowExternal: true},
 			want: "external", protocol: ProtocolSSL, bootstrap: "10.0.0.1:31001,[fd00::1]:31001",
 		},
 	}

@@ -380,6 +380,8 @@ type Input struct {
 	RequestedListener string
 	// CurrentListener is status.listener, preferred to keep the binding where it is.
 	CurrentListener string
+	// AllowExternalListener is spec.allowExternalListener.
+	AllowExternalListener bool
 	// User is the parsed KafkaUser; nil when the connection names none.
 	User *strimzi.KafkaUser
 	// OAuth is the connection's OAuth client; nil when it asks for none.
@@ -411,11 +413,12 @@ type Result struct {
 // Build chooses the listener and assembles the Secret: ChooseListener then AssembleSecret.
 func Build(in Input) (Result, *Failure) {
 	choice, f := ChooseListener(ListenerInput{
-		Kafka:     in.Kafka,
-		Requested: in.RequestedListener,
-		Current:   in.CurrentListener,
-		User:      in.User,
-		OAuth:     in.OAuth,
+		Kafka:         in.Kafka,
+		Requested:     in.RequestedListener,
+		Current:       in.CurrentListener,
+		User:          in.User,
+		OAuth:         in.OAuth,
+		AllowExternal: in.AllowExternalListener,
 	})
 	if f != nil {
 		return Result{}, f

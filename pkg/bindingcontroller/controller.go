@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,12 @@ var (
 	indexGrantNamespace = controller.IndexName(QueueName, "user-namespace")
 	// indexUserSecret (on the KafkaUser informer): namespace/name of the user's credentials Secret.
 	indexUserSecret = controller.IndexName(QueueName, "user-secret")
+	// indexSecretName: namespace/name of a connection's binding Secret (spec.secretName or its
+	// own name), so a labelled Secret controlled by nothing maps to the connection it is for.
+	indexSecretName = controller.IndexName(QueueName, "secret-name")
+	// indexBindingController (on the binding Secret informer): the UID of the connection that
+	// controls a binding Secret, so a renamed binding's old Secret is found and removed.
+	indexBindingController = controller.IndexName(QueueName, "binding-controller")
 )
 
 // ConditionReady is the KafkaConnection's only condition type.
@@ -83,6 +90,13 @@ type reconciler struct {
 	connIndex   cache.Indexer
 	sources     corelisters.SecretLister
 	bindings    corelisters.SecretLister
+	// bindingIndex is the binding Secret informer's indexer (indexBindingController).
+	bindingIndex cache.Indexer
+	// allowedMetadataPrefixes is the operator's --allowed-metadata-prefixes (nil: any key).
+	allowedMetadataPrefixes []string
+	denials                 readDenials
+	// recheck enqueues a connection again after a while (the controller's EnqueueAfter).
+	recheck     func(cache.ObjectName, time.Duration)
 	grants      *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
 	strimzi     *strimziWatch
 	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
@@ -110,6 +124,7 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 		indexKafka:          indexConnectionKafka,
 		indexUser:           indexConnectionUser,
 		indexGrantNamespace: indexConnectionGrantNamespace,
+		indexSecretName:     indexConnectionSecretName,
 	}); err != nil {
 		return nil, fmt.Errorf("indexing KafkaConnections: %w", err)
 	}
@@ -123,25 +138,29 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 	sourceInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		labelSelector(strimzi.LabelCluster))
 	_ = sourceInformer.SetTransform(pruneSourceSecret)
-	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, indexBindingController: indexSecretByController},
 		labelSelector(wellknown.LabelBinding+"="+wellknown.LabelBindingValue))
 	_ = bindingInformer.SetTransform(digestBindingSecret)
 
 	r := &reconciler{
-		kube:        kube,
-		kafkalink:   kl,
-		connections: connInformer.Lister(),
-		connIndex:   connInformer.Informer().GetIndexer(),
-		sources:     corelisters.NewSecretLister(sourceInformer.GetIndexer()),
-		bindings:    corelisters.NewSecretLister(bindingInformer.GetIndexer()),
-		grants:      grants,
+		kube:                    kube,
+		kafkalink:               kl,
+		connections:             connInformer.Lister(),
+		connIndex:               connInformer.Informer().GetIndexer(),
+		sources:                 corelisters.NewSecretLister(sourceInformer.GetIndexer()),
+		bindings:                corelisters.NewSecretLister(bindingInformer.GetIndexer()),
+		bindingIndex:            bindingInformer.GetIndexer(),
+		allowedMetadataPrefixes: env.Options.AllowedMetadataPrefixes,
+		grants:                  grants,
 		// Twice the connections a big installation has: one truststore per Kafka and CA, one
 		// keystore per mTLS user.
 		cache:    binding.NewStoreCache(10000),
 		recorder: env.Recorder,
 		clock:    clock.RealClock{},
 	}
+	r.denials = readDenials{sources: controller.WatchReadDenial(sourceInformer), bindings: controller.WatchReadDenial(bindingInformer)}
 	c := controller.New(QueueName, r.sync)
+	r.recheck = c.EnqueueAfter
 	r.targets = newTargets(ctx, r, c, env.Options.AllowedMemberServers)
 	if err := r.watchOptional(ctx, env, c); err != nil {
 		return nil, err
@@ -152,13 +171,15 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 	}{
 		{connInformer.Informer(), c.Handler()},
 		{sourceInformer, controller.MapHandler(r.sourceSecretToConnections, c)},
-		{bindingInformer, controller.MapHandler(bindingSecretToConnection, c)},
+		{bindingInformer, controller.MapHandler(r.bindingSecretToConnection, c)},
 	} {
 		if _, err := reg.informer.AddEventHandler(reg.handler); err != nil {
 			return nil, err
 		}
 	}
-	c.WaitFor(connInformer.Informer().HasSynced, sourceInformer.HasSynced, bindingInformer.HasSynced)
+	c.WaitFor(connInformer.Informer().HasSynced,
+		syncedOrDenied(sourceInformer.HasSynced, r.denials.sources.Err),
+		syncedOrDenied(bindingInformer.HasSynced, r.denials.bindings.Err))
 	route, routeSynced, err := newRouteWatch(env, r, c)
 	if err != nil {
 		return nil, err
@@ -351,7 +372,7 @@ func (r *reconciler) sourceSecretToConnections(obj any) []cache.ObjectName {
 
 // bindingSecretToConnection maps a binding Secret to the KafkaConnection controlling it, so a
 // deleted or hand-edited Secret is restored.
-func bindingSecretToConnection(obj any) []cache.ObjectName {
+func (r *reconciler) bindingSecretToConnection(obj any) []cache.ObjectName {
 	m, ok := controller.MetaOf(obj)
 	if !ok {
 		return nil
@@ -359,8 +380,28 @@ func bindingSecretToConnection(obj any) []cache.ObjectName {
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == kafkaConnectionKind && strings.HasPrefix(ref.APIVersion, kafkav1beta2.SchemeGroupVersion.Group+"/") {
 		return []cache.ObjectName{cache.NewObjectName(m.GetNamespace(), ref.Name)}
 	}
-	// A labelled Secret controlled by nothing: its namesake connection decides what it should be.
-	return []cache.ObjectName{cache.NewObjectName(m.GetNamespace(), m.GetName())}
+	// A labelled Secret controlled by nothing: the connections whose binding has its name
+	// decide what it should be.
+	return r.byIndex(indexSecretName, cache.NewObjectName(m.GetNamespace(), m.GetName()).String())
+}
+
+func indexConnectionSecretName(obj any) ([]string, error) {
+	conn, ok := obj.(*kafkav1beta2.KafkaConnection)
+	if !ok {
+		return nil, nil
+	}
+	return []string{cache.NewObjectName(conn.Namespace, binding.SecretName(conn)).String()}, nil
+}
+
+func indexSecretByController(obj any) ([]string, error) {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == kafkaConnectionKind {
+		return []string{string(ref.UID)}, nil
+	}
+	return nil, nil
 }
 
 const kafkaConnectionKind = "KafkaConnection"

@@ -48,9 +48,10 @@ func (w *strimziWatch) start(ctx context.Context) {
 	w.users.Start(ctx)
 }
 
-// HasSynced is true once discovery has answered and, if Strimzi was served then, its informers synced.
+// HasSynced is true once discovery has answered and, if Strimzi was served then, its informers
+// synced or were refused by the API server (a refusal is reported per connection: readDenied).
 func (w *strimziWatch) HasSynced() bool {
-	return w.kafkas.HasSynced() && w.users.HasSynced()
+	return syncedOrDenied(w.kafkas.HasSynced, w.kafkas.ReadDenied)() && syncedOrDenied(w.users.HasSynced, w.users.ReadDenied)()
 }
 
 // strimziState is what a sync sees of Strimzi.
@@ -66,7 +67,9 @@ func (w *strimziWatch) state() strimziState {
 	switch {
 	case !w.kafkas.Served() || !w.users.Served():
 		return strimziMissing
-	case !w.kafkas.Ready() || !w.users.Ready():
+	case !w.kafkas.Ready() && w.kafkas.ReadDenied() == nil, !w.users.Ready() && w.users.ReadDenied() == nil:
+		// A refused informer is not waited for: readDenied reports it to the connections
+		// that read it, and the others go on.
 		return strimziStarting
 	default:
 		return strimziReady

@@ -49,6 +49,15 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		// Garbage collection deletes the Secret; copies in member clusters are ours to remove.
 		return r.finalize(ctx, conn)
 	}
+	if f := r.readDenied(conn); f != nil {
+		// Nothing read can be trusted: the Secret keeps its last good binding, status says why.
+		r.recheck(key, ReadDeniedRecheck)
+		bound := ""
+		if conn.Status.Binding != nil {
+			bound = conn.Status.Binding.Name
+		}
+		return r.finish(ctx, conn, binding.Result{}, f, bound)
+	}
 	var res binding.Result
 	var failure *binding.Failure
 	switch conn.Spec.Kafka.Kind {
@@ -80,41 +89,107 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		return nil
 	}
 
-	existing, err := r.bindings.Secrets(conn.Namespace).Get(conn.Name)
+	meta, metaFailure := binding.SecretMetadata(conn, r.allowedMetadataPrefixes)
+	if failure == nil {
+		failure = metaFailure
+	}
+	existing, err := r.bindings.Secrets(conn.Namespace).Get(meta.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if apierrors.IsNotFound(err) {
 		existing = nil
 	}
-	secretExists := existing != nil && controlledBy(existing, conn)
+	bound := ""
+	if existing != nil && controlledBy(existing, conn) {
+		bound = meta.Name
+	}
 
 	switch {
 	case failure == nil:
-		f, err := r.applySecret(ctx, conn, existing, res.Data)
+		f, err := r.applySecret(ctx, conn, existing, meta, res.Data)
 		if err != nil {
 			return err
 		}
 		failure = f
-		secretExists = f == nil || secretExists
-	case failure.Reason == binding.ReasonRefNotPermitted && secretExists:
+		if f == nil {
+			bound = meta.Name
+			// Renamed (spec.secretName changed): the new Secret is written, so the old goes.
+			if err := r.deleteBindings(ctx, conn, meta.Name, "renamed to "+meta.Name); err != nil {
+				return err
+			}
+		}
+	case failure.Reason == binding.ReasonRefNotPermitted:
 		// The grant that let credentials cross namespaces is gone: so are the credentials.
-		uid := existing.UID
-		err := r.kube.CoreV1().Secrets(conn.Namespace).Delete(ctx, conn.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := r.deleteBindings(ctx, conn, "", failure.Message); err != nil {
 			return err
 		}
-		secretExists = false
-		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretDeleted, "Deleted Secret %s: %s", conn.Name, failure.Message)
-		logger.V(2).Info("Deleted binding Secret", "reason", failure.Reason)
+		bound = ""
 	}
-	return r.finish(ctx, conn, res, failure, secretExists)
+	if bound == "" && failure != nil && failure.Reason != binding.ReasonRefNotPermitted {
+		// Not bound under the new name yet: status keeps naming the old Secret while it holds
+		// the last good binding.
+		bound = r.previousBinding(conn)
+	}
+	return r.finish(ctx, conn, res, failure, bound)
+}
+
+// ownBindings lists the binding Secrets in the connection's namespace that this connection
+// controls, through the binding informer's index by controller UID.
+func (r *reconciler) ownBindings(conn *kafkav1beta2.KafkaConnection) []*corev1.Secret {
+	objs, err := r.bindingIndex.ByIndex(indexBindingController, string(conn.UID))
+	if err != nil {
+		return nil
+	}
+	var out []*corev1.Secret
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && s.Namespace == conn.Namespace && controlledBy(s, conn) {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// previousBinding is status.binding.name when that Secret still exists and is this
+// connection's, else "".
+func (r *reconciler) previousBinding(conn *kafkav1beta2.KafkaConnection) string {
+	if conn.Status.Binding == nil {
+		return ""
+	}
+	for _, s := range r.ownBindings(conn) {
+		if s.Name == conn.Status.Binding.Name {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// deleteBindings deletes the connection's binding Secrets other than keep ("" deletes all),
+// each only if its UID is still the one cached, so nothing recreated meanwhile is removed.
+func (r *reconciler) deleteBindings(ctx context.Context, conn *kafkav1beta2.KafkaConnection, keep, why string) error {
+	for _, s := range r.ownBindings(conn) {
+		if s.Name == keep {
+			continue
+		}
+		uid := s.UID
+		err := r.kube.CoreV1().Secrets(conn.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone already, or another Secret of that name since: not ours to delete
+		}
+		if err != nil {
+			return err
+		}
+		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretDeleted, "Deleted Secret %s: %s", s.Name, why)
+		klog.FromContext(ctx).V(2).Info("Deleted binding Secret", "secret", klog.KObj(s), "why", why)
+	}
+	return nil
 }
 
 // finish brings the member clusters' copies along (spec.targets; see targets.go) and writes the
 // status. The copies get the current binding when it is bound, are removed when its credentials
 // may no longer be shared, and otherwise keep their last good data, as the Secret does.
-func (r *reconciler) finish(ctx context.Context, conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, secretExists bool) error {
+func (r *reconciler) finish(ctx context.Context, conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, bound string) error {
 	var data map[string][]byte
 	if failure == nil {
 		data = res.Data
@@ -124,7 +199,7 @@ func (r *reconciler) finish(ctx context.Context, conn *kafkav1beta2.KafkaConnect
 	if err := r.setFinalizer(ctx, conn, !allGone); err != nil {
 		return err
 	}
-	want := desiredStatus(conn, res, failure, secretExists)
+	want := desiredStatus(conn, res, failure, bound)
 	want.Targets, want.TargetsSynced = r.targets.statuses(conn)
 	return r.writeStatus(ctx, conn, want, failure)
 }
@@ -150,9 +225,10 @@ func (r *reconciler) buildKafka(ctx context.Context, conn *kafkav1beta2.KafkaCon
 // cannot see: Strimzi missing, invalid objects, a missing user, a reference not permitted.
 func (r *reconciler) gather(conn *kafkav1beta2.KafkaConnection, state strimziState) (binding.Input, *binding.Failure) {
 	in := binding.Input{
-		CurrentListener: conn.Status.Listener,
-		StoreFormats:    conn.Spec.StoreFormats,
-		Cache:           r.cache,
+		CurrentListener:       conn.Status.Listener,
+		AllowExternalListener: conn.Spec.AllowExternalListener,
+		StoreFormats:          conn.Spec.StoreFormats,
+		Cache:                 r.cache,
 	}
 	if conn.Spec.Kafka.Listener != nil {
 		in.RequestedListener = conn.Spec.Kafka.Listener.Name
@@ -268,16 +344,17 @@ func controlledBy(s *corev1.Secret, conn *kafkav1beta2.KafkaConnection) bool {
 	return ref != nil && ref.UID == conn.UID
 }
 
-// applySecret makes the binding Secret hold data, writing only when it does not already. A
-// Secret of that name that this connection does not control is left alone (SecretNotOwned).
-func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaConnection, existing *corev1.Secret, data map[string][]byte) (*binding.Failure, error) {
+// applySecret makes the binding Secret hold data and meta's labels and annotations, writing
+// only when it does not already. A Secret of that name that this connection does not control is
+// left alone (SecretNotOwned).
+func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaConnection, existing *corev1.Secret, meta binding.SecretMeta, data map[string][]byte) (*binding.Failure, error) {
 	logger := klog.FromContext(ctx)
 	digest := dataDigest(data)
 	if existing != nil {
 		if !controlledBy(existing, conn) {
 			return notOwned(conn, existing), nil
 		}
-		if upToDate(existing, digest) {
+		if upToDate(existing, meta, digest) {
 			return nil, nil
 		}
 		logger.V(4).Info("Binding Secret differs", "type", existing.Type, "labels", existing.Labels,
@@ -285,17 +362,20 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	} else {
 		// The cache holds labelled Secrets only: ask the API server before creating, so a Secret
 		// of this name that someone else made is never adopted. Only creation pays this read.
-		live, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, conn.Name, metav1.GetOptions{})
+		live, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, meta.Name, metav1.GetOptions{})
 		switch {
 		case err == nil && !controlledBy(live, conn):
 			return notOwned(conn, live), nil
+		case controller.IsReadDenied(err):
+			return deniedFailure(fmt.Sprintf("get Secret %s/%s", conn.Namespace, meta.Name), err), nil
 		case err != nil && !apierrors.IsNotFound(err):
 			return nil, err
 		}
 	}
-	ac := corev1ac.Secret(conn.Name, conn.Namespace).
+	ac := corev1ac.Secret(meta.Name, conn.Namespace).
 		WithType(corev1.SecretType(binding.SecretType)).
-		WithLabels(map[string]string{wellknown.LabelBinding: wellknown.LabelBindingValue, wellknown.LabelManagedBy: wellknown.LabelManagedByValue}).
+		WithLabels(meta.Labels).
+		WithAnnotations(meta.Annotations).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(kafkav1beta2.SchemeGroupVersion.String()).
 			WithKind(kafkaConnectionKind).
@@ -308,44 +388,51 @@ func (r *reconciler) applySecret(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	if err != nil {
 		return nil, err
 	}
-	// Entries added by another field manager (a hand edit) survive an apply; drop them.
+	extra, err := r.removeExtraEntries(ctx, applied, data)
+	if err != nil {
+		return nil, err
+	}
+	logger.V(2).Info("Applied binding Secret", "secret", klog.KRef(conn.Namespace, meta.Name), "removedEntries", extra)
+	if existing == nil && conn.Status.Binding != nil && conn.Status.Binding.Name == meta.Name {
+		// Creation is visible in status; a restoration is worth telling whoever deleted it.
+		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretRestored, "Restored Secret %s", meta.Name)
+	}
+	return nil, nil
+}
+
+// removeExtraEntries drops the entries another field manager (a hand edit) added, which survive
+// an apply, and returns their keys.
+func (r *reconciler) removeExtraEntries(ctx context.Context, applied *corev1.Secret, data map[string][]byte) ([]string, error) {
 	var extra []string
 	for k := range applied.Data {
 		if _, ok := data[k]; !ok {
 			extra = append(extra, k)
 		}
 	}
-	if len(extra) > 0 {
-		sort.Strings(extra)
-		remove := map[string]any{}
-		for _, k := range extra {
-			remove[k] = nil
-		}
-		patch, _ := json.Marshal(map[string]any{"data": remove})
-		if _, err := r.kube.CoreV1().Secrets(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
-			metav1.PatchOptions{FieldManager: controller.FieldManager}); err != nil {
-			return nil, err
-		}
+	if len(extra) == 0 {
+		return nil, nil
 	}
-	logger.V(2).Info("Applied binding Secret", "secret", klog.KRef(conn.Namespace, conn.Name), "removedEntries", extra)
-	if existing == nil && conn.Status.Binding != nil {
-		// Creation is visible in status; a restoration is worth telling whoever deleted it.
-		r.recorder.Eventf(conn, corev1.EventTypeNormal, EventSecretRestored, "Restored Secret %s", conn.Name)
+	sort.Strings(extra)
+	remove := map[string]any{}
+	for _, k := range extra {
+		remove[k] = nil
 	}
-	return nil, nil
+	patch, _ := json.Marshal(map[string]any{"data": remove})
+	_, err := r.kube.CoreV1().Secrets(applied.Namespace).Patch(ctx, applied.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: controller.FieldManager})
+	return extra, err
 }
 
 func notOwned(conn *kafkav1beta2.KafkaConnection, s *corev1.Secret) *binding.Failure {
 	return &binding.Failure{Reason: ReasonSecretNotOwned, Message: fmt.Sprintf(
-		"Secret %s exists and is not controlled by this KafkaConnection; kafkalink does not adopt it: delete or rename it", s.Name)}
+		"Secret %s exists and is not controlled by this KafkaConnection; kafkalink does not adopt it: delete it, or set spec.secretName to another name", s.Name)}
 }
 
 // upToDate compares a cached binding Secret (whose data the cache holds as a digest) with what
 // the connection wants.
-func upToDate(s *corev1.Secret, digest string) bool {
+func upToDate(s *corev1.Secret, meta binding.SecretMeta, digest string) bool {
 	return string(s.Type) == binding.SecretType &&
-		s.Labels[wellknown.LabelBinding] == wellknown.LabelBindingValue &&
-		s.Labels[wellknown.LabelManagedBy] == wellknown.LabelManagedByValue &&
+		binding.MetadataCurrent(meta, s.Labels, s.Annotations) &&
 		s.Annotations[wellknown.AnnotationCachedDataSHA256] == digest
 }
 
@@ -373,7 +460,7 @@ func dataDigest(data map[string][]byte) string {
 // desiredStatus computes the connection's status. On failure the Secret, if it exists, keeps its
 // last good data (applications keep working through a rotation or an outage), so binding,
 // listener and bootstrapServers keep describing it.
-func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, secretExists bool) kafkav1beta2.KafkaConnectionStatus {
+func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failure *binding.Failure, bound string) kafkav1beta2.KafkaConnectionStatus {
 	st := kafkav1beta2.KafkaConnectionStatus{
 		ObservedGeneration: conn.Generation,
 		Listener:           conn.Status.Listener,
@@ -385,12 +472,12 @@ func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failu
 		st.BootstrapServers = res.Choice.BootstrapServers
 		cond.Status = metav1.ConditionTrue
 		cond.Reason = ReasonBound
-		cond.Message = fmt.Sprintf("Secret %s binds listener %q (%s)", conn.Name, res.Choice.Listener.Name, res.Choice.SecurityProtocol)
+		cond.Message = fmt.Sprintf("Secret %s binds listener %q (%s)", bound, res.Choice.Listener.Name, res.Choice.SecurityProtocol)
 	} else {
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = failure.Reason
 		cond.Message = failure.Message
-		if !secretExists {
+		if bound == "" {
 			st.BootstrapServers = ""
 			if res.Choice.Listener.Name != "" {
 				st.Listener = res.Choice.Listener.Name
@@ -398,12 +485,12 @@ func desiredStatus(conn *kafkav1beta2.KafkaConnection, res binding.Result, failu
 			}
 		}
 	}
-	if secretExists {
-		st.Binding = &kafkav1beta2.BindingReference{Name: conn.Name}
+	if bound != "" {
+		st.Binding = &kafkav1beta2.BindingReference{Name: bound}
 	}
 	if res.Stretch != nil {
 		st.Stretch = &kafkav1beta2.StretchStatus{Addressing: res.Stretch.Addressing, Clusters: res.Stretch.Clusters}
-	} else if failure != nil && secretExists {
+	} else if failure != nil && bound != "" {
 		st.Stretch = conn.Status.Stretch
 	}
 	st.Conditions = []metav1.Condition{cond}
@@ -495,6 +582,9 @@ func (r *reconciler) gatherOAuth(ctx context.Context, conn *kafkav1beta2.KafkaCo
 	o := conn.Spec.OAuth
 	name := o.ClientSecretRef.Name
 	s, err := r.kube.CoreV1().Secrets(conn.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if controller.IsReadDenied(err) {
+		return nil, deniedFailure(fmt.Sprintf("get Secret %s/%s (spec.oauth.clientSecretRef)", conn.Namespace, name), err), nil
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, &binding.Failure{Reason: binding.ReasonOAuthCredentialsMissing, Message: fmt.Sprintf("Secret %s/%s (spec.oauth.clientSecretRef) does not exist", conn.Namespace, name)}, nil
 	}

@@ -53,21 +53,21 @@ func TestDesiredStatus(t *testing.T) {
 	cases := map[string]struct {
 		res                        binding.Result
 		failure                    *binding.Failure
-		secretExists               bool
+		bound                      string
 		wantReason, wantListener   string
 		wantBootstrap, wantBinding string
 	}{
-		"a built binding describes the new listener": {ok, nil, true, ReasonBound, "tls", "b:9093", "app"},
+		"a built binding describes the new listener": {ok, nil, "app", ReasonBound, "tls", "b:9093", "app"},
 		"a failure with the Secret in place keeps describing it": {
-			binding.Result{}, &binding.Failure{Reason: binding.ReasonUserNotReady}, true, binding.ReasonUserNotReady, "old", "old:9092", "app"},
+			binding.Result{}, &binding.Failure{Reason: binding.ReasonUserNotReady}, "app", binding.ReasonUserNotReady, "old", "old:9092", "app"},
 		"a failure without a Secret has no binding and no bootstrap": {
-			binding.Result{}, &binding.Failure{Reason: binding.ReasonKafkaNotFound}, false, binding.ReasonKafkaNotFound, "old", "", ""},
+			binding.Result{}, &binding.Failure{Reason: binding.ReasonKafkaNotFound}, "", binding.ReasonKafkaNotFound, "old", "", ""},
 		"an assembly failure without a Secret reports the chosen listener": {
-			binding.Result{Choice: ok.Choice}, &binding.Failure{Reason: binding.ReasonCACertificateMissing}, false, binding.ReasonCACertificateMissing, "tls", "b:9093", ""},
+			binding.Result{Choice: ok.Choice}, &binding.Failure{Reason: binding.ReasonCACertificateMissing}, "", binding.ReasonCACertificateMissing, "tls", "b:9093", ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			st := desiredStatus(conn, tc.res, tc.failure, tc.secretExists)
+			st := desiredStatus(conn, tc.res, tc.failure, tc.bound)
 			c := readyCondition(&st)
 			if c == nil || c.Reason != tc.wantReason || c.ObservedGeneration != 3 || st.ObservedGeneration != 3 {
 				t.Fatalf("condition = %+v, observedGeneration %d", c, st.ObservedGeneration)
@@ -107,12 +107,14 @@ func TestDigestTransformIsIdempotentAndMatchesDesiredData(t *testing.T) {
 		Type:       binding.SecretType,
 		Data:       data,
 	}
+	meta, _ := binding.SecretMetadata(&kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, nil)
+	s.Annotations = meta.Annotations
 	once, _ := digestBindingSecret(s)
 	twice, _ := digestBindingSecret(once)
-	if !upToDate(twice.(*corev1.Secret), dataDigest(map[string][]byte{"type": []byte("kafka"), "a": []byte("b")})) {
+	if !upToDate(twice.(*corev1.Secret), meta, dataDigest(map[string][]byte{"type": []byte("kafka"), "a": []byte("b")})) {
 		t.Fatal("a Secret with the wanted data is not up to date after the transform ran twice")
 	}
-	if upToDate(twice.(*corev1.Secret), dataDigest(map[string][]byte{"a": []byte("b")})) {
+	if upToDate(twice.(*corev1.Secret), meta, dataDigest(map[string][]byte{"a": []byte("b")})) {
 		t.Fatal("an extra entry goes unnoticed")
 	}
 	if dataDigest(map[string][]byte{"ab": []byte("c")}) == dataDigest(map[string][]byte{"a": []byte("bc")}) {
@@ -123,7 +125,8 @@ func TestDigestTransformIsIdempotentAndMatchesDesiredData(t *testing.T) {
 func TestBindingSecretMapsToItsController(t *testing.T) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x", OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: "kafka.strimzi.io/v1beta2", Kind: "KafkaConnection", Name: "owner", Controller: ptr(true)}}}}
-	if got := bindingSecretToConnection(s); len(got) != 1 || got[0].Name != "owner" || got[0].Namespace != "ns" {
+	r := &reconciler{}
+	if got := r.bindingSecretToConnection(s); len(got) != 1 || got[0].Name != "owner" || got[0].Namespace != "ns" {
 		t.Errorf("keys = %v", got)
 	}
 }

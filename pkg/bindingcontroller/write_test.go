@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -26,7 +27,6 @@ import (
 	kafkalinkfake "github.com/kafkalink/kafkalink/generated/clientset/versioned/fake"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
-	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // writeFixture is a reconciler whose clients are fakes that record their actions.
@@ -87,6 +87,18 @@ func newConnection(opts ...func(*kafkav1beta2.KafkaConnection)) *kafkav1beta2.Ka
 	return c
 }
 
+func withTemplateLabel(k, v string) func(*kafkav1beta2.KafkaConnection) {
+	return func(c *kafkav1beta2.KafkaConnection) {
+		c.Spec.Template = &kafkav1beta2.ConnectionTemplate{Secret: &kafkav1beta2.SecretTemplate{
+			Metadata: &kafkav1beta2.MetadataTemplate{Labels: map[string]kafkav1beta2.LabelValue{k: kafkav1beta2.LabelValue(v)}}}}
+	}
+}
+
+func withLabel(s *corev1.Secret, k, v string) *corev1.Secret {
+	s.Labels[k] = v
+	return s
+}
+
 func withBinding(c *kafkav1beta2.KafkaConnection) {
 	c.Status.Binding = &kafkav1beta2.BindingReference{Name: c.Name}
 }
@@ -102,10 +114,10 @@ func withReady(status metav1.ConditionStatus, reason, message string) func(*kafk
 // newBindingSecret is a binding Secret with data, controlled by the connection whose UID is owner
 // ("" for none).
 func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
+	meta, _ := binding.SecretMetadata(newConnection(), nil)
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "secret-uid",
-			Labels: map[string]string{wellknown.LabelBinding: wellknown.LabelBindingValue, wellknown.LabelManagedBy: wellknown.LabelManagedByValue}},
-		Type: corev1.SecretType(binding.SecretType), Data: data,
+		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "secret-uid", Labels: meta.Labels, Annotations: meta.Annotations},
+		Type:       corev1.SecretType(binding.SecretType), Data: data,
 	}
 	if owner != "" {
 		s.OwnerReferences = []metav1.OwnerReference{{APIVersion: kafkav1beta2.SchemeGroupVersion.String(), Kind: kafkaConnectionKind,
@@ -159,6 +171,19 @@ func TestApplySecret(t *testing.T) {
 			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml", "patch secrets apps/app application/merge-patch+json"},
 			wantData:   want,
 		},
+		"a template label added to the connection is applied": {
+			conn: newConnection(withTemplateLabel("team", "a")), live: newBindingSecret("conn-uid", want), cache: true,
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantData:   want,
+		},
+		"a template label changed by hand is put back": {
+			conn: newConnection(withTemplateLabel("team", "a")), live: withLabel(newBindingSecret("conn-uid", want), "team", "b"), cache: true,
+			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantData:   want,
+		},
+		"another controller's label on the Secret is no reason to write": {
+			conn: newConnection(), live: withLabel(newBindingSecret("conn-uid", want), "other", "b"), cache: true,
+		},
 		"a cached Secret another connection controls is not adopted": {
 			conn: newConnection(), live: newBindingSecret("other-uid", stale), cache: true,
 			wantReason: ReasonSecretNotOwned, wantData: stale,
@@ -179,7 +204,11 @@ func TestApplySecret(t *testing.T) {
 				}
 			}
 			f := newWriteFixture(t, live...)
-			failure, err := f.r.applySecret(context.Background(), tc.conn, existing, want)
+			meta, mf := binding.SecretMetadata(tc.conn, nil)
+			if mf != nil {
+				t.Fatal(mf)
+			}
+			failure, err := f.r.applySecret(context.Background(), tc.conn, existing, meta, want)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +236,7 @@ func TestApplySecret(t *testing.T) {
 			if dataDigest(s.Data) != dataDigest(tc.wantData) {
 				t.Errorf("Secret data %q, want %q", s.Data, tc.wantData)
 			}
-			if tc.wantReason == "" && !upToDate(cached(t, s), dataDigest(want)) || tc.wantReason == "" && !controlledBy(s, tc.conn) {
+			if tc.wantReason == "" && !upToDate(cached(t, s), meta, dataDigest(want)) || tc.wantReason == "" && !controlledBy(s, tc.conn) {
 				t.Errorf("applied Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
 			}
 		})
@@ -299,5 +328,42 @@ func TestWriteStatus(t *testing.T) {
 				t.Errorf("lastTransitionTime %v, want %v", got, wantTime)
 			}
 		})
+	}
+}
+
+// TestDeleteBindingsRemovesOnlyThisConnectionsOtherSecrets: after a rename the old binding
+// Secret is deleted (with its UID as precondition); the new one, another connection's and a
+// foreign Secret stay.
+func TestDeleteBindingsRemovesOnlyThisConnectionsOtherSecrets(t *testing.T) {
+	named := func(name string, owner types.UID, uid types.UID) *corev1.Secret {
+		s := newBindingSecret(owner, map[string][]byte{"type": []byte("kafka")})
+		s.Name, s.UID = name, uid
+		return s
+	}
+	old, current := named("old", "conn-uid", "old-uid"), named("app", "conn-uid", "app-uid")
+	other, foreign := named("other", "other-uid", "other-secret-uid"), named("foreign", "", "foreign-uid")
+	f := newWriteFixture(t, old, current, other, foreign)
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{indexBindingController: indexSecretByController})
+	for _, s := range []*corev1.Secret{old, current, other, foreign} {
+		if err := idx.Add(cached(t, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.r.bindingIndex = idx
+	if err := f.r.deleteBindings(context.Background(), newConnection(), "app", "renamed to app"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.writes(), []string{"delete secrets apps"}; !slices.Equal(got, want) {
+		t.Fatalf("writes %v, want %v", got, want)
+	}
+	for _, a := range f.kube.Actions() {
+		if d, ok := a.(clienttesting.DeleteAction); ok {
+			if d.GetName() != "old" || d.GetDeleteOptions().Preconditions == nil || *d.GetDeleteOptions().Preconditions.UID != "old-uid" {
+				t.Errorf("deleted %s with options %+v, want old with its UID as precondition", d.GetName(), d.GetDeleteOptions())
+			}
+		}
+	}
+	if len(f.recorder.Events) != 1 {
+		t.Errorf("%d events, want one SecretDeleted", len(f.recorder.Events))
 	}
 }

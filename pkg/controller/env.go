@@ -86,7 +86,7 @@ type Options struct {
 	// cmd/kafkalink-operator sets it (package filter/all); nil checks nothing.
 	CheckFilter func(typ string, config []byte, files map[string][]byte) error
 	// AllowedMetadataPrefixes restrict the labels and annotations gateways put on generated
-	// objects; nil allows any.
+	// objects and connections put on binding Secrets; nil allows any.
 	AllowedMetadataPrefixes []string
 	// AllowedIngressDomains restrict the ingress domains (OpenShift Route hosts) of gateways;
 	// nil allows any.

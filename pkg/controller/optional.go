@@ -65,6 +65,7 @@ type OptionalInformer struct {
 	resolved      atomic.Bool // discovery has answered (served or definitely not)
 	servedAtStart atomic.Bool
 	informer      atomic.Pointer[cache.SharedIndexInformer]
+	denial        atomic.Pointer[ReadDenial]
 	gvr           atomic.Pointer[schema.GroupVersionResource]
 }
 
@@ -190,6 +191,7 @@ func (o *OptionalInformer) startInformer(ctx context.Context, gvr schema.GroupVe
 	if o.cfg.Transform != nil {
 		_ = inf.SetTransform(o.cfg.Transform)
 	}
+	o.denial.Store(WatchReadDenial(inf))
 	o.mu.Lock()
 	for _, h := range o.handlers {
 		_, _ = inf.AddEventHandler(h)
@@ -211,6 +213,15 @@ func (o *OptionalInformer) HasSynced() bool {
 		return true
 	}
 	return (*o.informer.Load()).HasSynced()
+}
+
+// ReadDenied is the 401 or 403 the informer's last list or watch got, while it lasts (see
+// ReadDenial); nil when the resource is not served.
+func (o *OptionalInformer) ReadDenied() error {
+	if o == nil {
+		return nil
+	}
+	return o.denial.Load().Err()
 }
 
 // Served reports whether the resource is served (its informer may still be syncing).

@@ -203,23 +203,13 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 		}
 		return config.Filter{}, &refProblem{reason: ReasonUnsupportedValue, message: fmt.Sprintf("KafkaFilter %s has type %s, which the proxy does not implement (it implements: %s; see the operator's --proxy-filter-types)", kf.Name, kf.Spec.Type, implemented)}
 	}
-	var raw []byte
-	if kf.Spec.Config != nil {
-		raw = kf.Spec.Config.Raw
-	}
-	cfg, refs, err := SubstituteFilterSecrets(raw)
+	cfg, refs, err := SubstituteFilterSecrets(kf.Spec.RawConfig())
 	if err != nil {
 		return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: %v", kf.Name, err)}
 	}
 	for _, r := range refs {
-		secret := t.secrets[types.NamespacedName{Namespace: kf.Namespace, Name: r.Secret}]
-		if secret == nil {
-			return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: Secret %s/%s not found", kf.Name, kf.Namespace, r.Secret)}
-		}
-		if r.Key != "" {
-			if _, ok := secret.Data[r.Key]; !ok {
-				return config.Filter{}, &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: Secret %s/%s has no key %q", kf.Name, kf.Namespace, r.Secret, r.Key)}
-			}
+		if p := t.checkFilterRef(kf, r); p != nil {
+			return config.Filter{}, p
 		}
 	}
 	if check := t.s.Env.CheckFilter; check != nil {
@@ -228,20 +218,66 @@ func (t *translator) filter(fx *effects, kf *filterv1alpha1.KafkaFilter) (config
 		}
 	}
 	for _, r := range refs {
-		fx.mount(r.Secret, FilterSecretsDir+"/"+r.Secret)
+		if r.Kind == KindConfigMap {
+			fx.cmMounts[r.Dir()] = r.Secret
+			fx.filterCM[r.Secret] = true
+			continue
+		}
+		fx.mount(r.Secret, r.Dir())
 		fx.filterSecret[r.Secret] = true
 	}
 	return config.Filter{Name: kf.Name, Type: kf.Spec.Type, Config: json.RawMessage(cfg)}, nil
 }
 
-// filterFiles is what the proxy's pod will find under the filter Secrets' mounts: each
-// referenced Secret's keys, by path.
+// checkFilterRef reports a filter's Secret or ConfigMap that does not exist or lacks the key.
+func (t *translator) checkFilterRef(kf *filterv1alpha1.KafkaFilter, r FilterSecretRef) *refProblem {
+	name := types.NamespacedName{Namespace: kf.Namespace, Name: r.Secret}
+	var keys map[string]bool
+	if r.Kind == KindConfigMap {
+		if cm := t.configMaps[name]; cm != nil {
+			keys = map[string]bool{}
+			for k := range cm.Data {
+				keys[k] = true
+			}
+			for k := range cm.BinaryData {
+				keys[k] = true
+			}
+		}
+	} else if secret := t.secrets[name]; secret != nil {
+		keys = map[string]bool{}
+		for k := range secret.Data {
+			keys[k] = true
+		}
+	}
+	switch {
+	case keys == nil:
+		return &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: %s %s/%s not found", kf.Name, r.Kind, kf.Namespace, r.Secret)}
+	case r.Key != "" && !keys[r.Key]:
+		return &refProblem{reason: ReasonInvalidFilterSecretRef, message: fmt.Sprintf("KafkaFilter %s: %s %s/%s has no key %q", kf.Name, r.Kind, kf.Namespace, r.Secret, r.Key)}
+	}
+	return nil
+}
+
+// filterFiles is what the proxy's pod will find under the filter Secrets' and ConfigMaps'
+// mounts: each referenced object's keys, by path.
 func (t *translator) filterFiles(ns string, refs []FilterSecretRef) map[string][]byte {
 	files := map[string][]byte{}
 	for _, r := range refs {
-		if secret := t.secrets[types.NamespacedName{Namespace: ns, Name: r.Secret}]; secret != nil {
+		name := types.NamespacedName{Namespace: ns, Name: r.Secret}
+		if r.Kind == KindConfigMap {
+			if cm := t.configMaps[name]; cm != nil {
+				for k, v := range cm.Data {
+					files[r.Dir()+"/"+k] = []byte(v)
+				}
+				for k, v := range cm.BinaryData {
+					files[r.Dir()+"/"+k] = v
+				}
+			}
+			continue
+		}
+		if secret := t.secrets[name]; secret != nil {
 			for k, v := range secret.Data {
-				files[FilterSecretsDir+"/"+r.Secret+"/"+k] = v
+				files[r.Dir()+"/"+k] = v
 			}
 		}
 	}

@@ -445,6 +445,15 @@ func (t *translator) volumes() ([]corev1.Volume, []corev1.VolumeMount) {
 		}
 		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
 	}
+	for _, dir := range sortedKeys(t.cmMounts) {
+		cm := t.cmMounts[dir]
+		sum := sha256.Sum256([]byte(cm))
+		vol := "configmap-" + hex.EncodeToString(sum[:])[:12]
+		volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, DefaultMode: ptr.To[int32](0o440),
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: dir, ReadOnly: true})
+	}
 	sort.Slice(volumes, func(i, j int) bool { return volumes[i].Name < volumes[j].Name })
 	return volumes, mounts
 }
@@ -471,7 +480,7 @@ func runsFilters(cfg *config.Config) bool {
 }
 
 // restartChecksum covers what the proxy reads only at start: the management port and metrics
-// switch, filter configuration and the UID and resourceVersion of the Secrets filters read. Listener certificates, trust
+// switch, filter configuration and the UID and resourceVersion of the Secrets and ConfigMaps filters read. Listener certificates, trust
 // anchors and virtual clusters reload from disk, so they are left out and never roll the pods.
 func (t *translator) restartChecksum(cfg *config.Config) string {
 	type filterInput struct {
@@ -485,7 +494,8 @@ func (t *translator) restartChecksum(cfg *config.Config) string {
 		Management config.Management `json:"management"`
 		Filters    []filterInput     `json:"filters,omitempty"`
 		Secrets    map[string]string `json:"secrets,omitempty"`
-	}{Management: cfg.Management, Secrets: map[string]string{}}
+		ConfigMaps map[string]string `json:"configMaps,omitempty"`
+	}{Management: cfg.Management, Secrets: map[string]string{}, ConfigMaps: map[string]string{}}
 	for _, vc := range cfg.VirtualClusters {
 		if len(vc.Filters) > 0 {
 			in.Filters = append(in.Filters, filterInput{vc.Name, vc.Filters})
@@ -494,6 +504,11 @@ func (t *translator) restartChecksum(cfg *config.Config) string {
 	for name := range t.filterSecret {
 		if s := t.secrets[types.NamespacedName{Namespace: t.ns, Name: name}]; s != nil {
 			in.Secrets[name] = string(s.UID) + "/" + s.ResourceVersion
+		}
+	}
+	for name := range t.filterCM {
+		if cm := t.configMaps[types.NamespacedName{Namespace: t.ns, Name: name}]; cm != nil {
+			in.ConfigMaps[name] = string(cm.UID) + "/" + cm.ResourceVersion
 		}
 	}
 	b, _ := json.Marshal(in) // maps marshal with sorted keys, so the sum is stable

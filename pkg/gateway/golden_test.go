@@ -150,6 +150,10 @@ func loadCase(t *testing.T, path string) *Snapshot {
 				o := &gatewayv1beta1.ReferenceGrant{}
 				into(o)
 				s.ReferenceGrants = append(s.ReferenceGrants, o)
+			case "ConfigMap":
+				o := &corev1.ConfigMap{}
+				into(o)
+				s.ConfigMaps = append(s.ConfigMaps, o)
 			case "Deployment":
 				o := &appsv1.Deployment{}
 				into(o)

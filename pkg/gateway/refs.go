@@ -73,6 +73,8 @@ type effects struct {
 	mounts       map[string]string // mount path -> Secret name in the gateway's namespace
 	copies       []copyRequest
 	filterSecret map[string]bool
+	cmMounts     map[string]string // mount path -> ConfigMap name (filters' ${configmap:…})
+	filterCM     map[string]bool
 }
 
 type copyRequest struct {
@@ -82,7 +84,7 @@ type copyRequest struct {
 
 // newEffects is an empty set of effects.
 func newEffects() *effects {
-	return &effects{mounts: map[string]string{}, filterSecret: map[string]bool{}}
+	return &effects{mounts: map[string]string{}, filterSecret: map[string]bool{}, cmMounts: map[string]string{}, filterCM: map[string]bool{}}
 }
 
 // mount records that Secret secret (in the gateway's namespace) is mounted at dir, and returns dir.
@@ -101,6 +103,12 @@ func (t *translator) apply(fx *effects) {
 	}
 	for name := range fx.filterSecret {
 		t.filterSecret[name] = true
+	}
+	for dir, cm := range fx.cmMounts {
+		t.cmMounts[dir] = cm
+	}
+	for name := range fx.filterCM {
+		t.filterCM[name] = true
 	}
 }
 

@@ -33,15 +33,16 @@ const (
 // output accumulating as routes attach. Every field is written by one step of Translate.
 type translator struct {
 	// Input: the snapshot and indexes of it, read-only once newTranslator returns.
-	s        *Snapshot
-	gw       *kroxyliciousv1alpha1.KafkaGateway
-	ns       string // the gateway's namespace, where everything is generated
-	gen      int64  // the gateway's generation, for its conditions
-	services map[types.NamespacedName]*corev1.Service
-	secrets  map[types.NamespacedName]*corev1.Secret
-	kafkas   map[types.NamespacedName]*strimzi.Kafka
-	filters  map[string]*filterv1alpha1.KafkaFilter // KafkaFilters of the gateway's namespace
-	foreign  map[ObjectKey]bool                     // names held by objects the gateway does not control
+	s          *Snapshot
+	gw         *kroxyliciousv1alpha1.KafkaGateway
+	ns         string // the gateway's namespace, where everything is generated
+	gen        int64  // the gateway's generation, for its conditions
+	services   map[types.NamespacedName]*corev1.Service
+	secrets    map[types.NamespacedName]*corev1.Secret
+	configMaps map[types.NamespacedName]*corev1.ConfigMap // ConfigMaps filters name, with data
+	kafkas     map[types.NamespacedName]*strimzi.Kafka
+	filters    map[string]*filterv1alpha1.KafkaFilter // KafkaFilters of the gateway's namespace
+	foreign    map[ObjectKey]bool                     // names held by objects the gateway does not control
 
 	// Parameters: the KafkaGatewayParameters (or defaults) and what the operator's flags allow;
 	// written by readParameters and checkMetadata.
@@ -72,6 +73,8 @@ type translator struct {
 	mounts       map[string]string         // mount path -> Secret name in the gateway's namespace
 	copies       map[string]*corev1.Secret // copies of Secrets of other namespaces, by name
 	filterSecret map[string]bool           // Secrets mounted for filters, part of the restart checksum
+	cmMounts     map[string]string         // mount path -> ConfigMap name (filters' ${configmap:…})
+	filterCM     map[string]bool           // ConfigMaps mounted for filters, part of the restart checksum
 	vcs          []config.VirtualCluster
 	claims       map[ObjectKey]string // generated object -> owner identity
 	claimRoute   map[ObjectKey]string // generated object -> route that claimed it
@@ -143,7 +146,8 @@ func newTranslator(s *Snapshot) *translator {
 		services: map[types.NamespacedName]*corev1.Service{}, secrets: map[types.NamespacedName]*corev1.Secret{},
 		filters: map[string]*filterv1alpha1.KafkaFilter{}, foreign: map[ObjectKey]bool{},
 		byName: map[string]*listenerState{}, mounts: map[string]string{}, copies: map[string]*corev1.Secret{},
-		filterSecret: map[string]bool{}, claims: map[ObjectKey]string{}, claimRoute: map[ObjectKey]string{},
+		filterSecret: map[string]bool{}, cmMounts: map[string]string{}, filterCM: map[string]bool{},
+		configMaps: map[types.NamespacedName]*corev1.ConfigMap{}, claims: map[ObjectKey]string{}, claimRoute: map[ObjectKey]string{},
 		svcs: map[string]*desiredService{}, osRoutes: map[string]*desiredRoute{}, tlsRoutes: map[string]*desiredRoute{},
 		policies: map[types.NamespacedName]*policyState{},
 	}
@@ -155,6 +159,11 @@ func newTranslator(s *Snapshot) *translator {
 	for _, o := range s.Secrets {
 		if o != nil {
 			t.secrets[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o
+		}
+	}
+	for _, o := range s.ConfigMaps {
+		if o != nil {
+			t.configMaps[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}] = o
 		}
 	}
 	t.kafkas = map[types.NamespacedName]*strimzi.Kafka{}

@@ -39,6 +39,9 @@ const (
 	BackendSecretsDir = SecretsRoot + "/backend"
 	// FilterSecretsDir holds Secrets named by KafkaFilter placeholders: <dir>/<secret>/.
 	FilterSecretsDir = SecretsRoot + "/filter"
+	// FilterConfigMapsDir holds ConfigMaps named by KafkaFilter ${configmap:…} references:
+	// <dir>/<configmap>/.
+	FilterConfigMapsDir = "/opt/kroxylicious/configmaps/filter"
 )
 
 // Condition types used beyond Gateway API's Accepted, Programmed, ResolvedRefs and Conflicted.
@@ -85,7 +88,8 @@ const (
 	ReasonNameInUse = "NameInUse"
 	// ReasonFilterNotFound: a rule names a KafkaFilter that does not exist.
 	ReasonFilterNotFound = "FilterNotFound"
-	// ReasonInvalidFilterSecretRef: a KafkaFilter placeholder names a missing Secret or key.
+	// ReasonInvalidFilterSecretRef: a KafkaFilter placeholder names a missing Secret, ConfigMap
+	// or key, or is malformed.
 	ReasonInvalidFilterSecretRef = "InvalidFilterSecretRef"
 	// ReasonInvalidFilterConfig: a KafkaFilter's config is one its type's filter cannot start with.
 	ReasonInvalidFilterConfig = "InvalidFilterConfig"
@@ -219,6 +223,8 @@ type Snapshot struct {
 	NodePools []*strimzi.KafkaNodePool
 	// Secrets are the Secrets the gateway, routes, filters and policies name.
 	Secrets []*corev1.Secret
+	// ConfigMaps are the ConfigMaps the filters name (${configmap:…}), with their data.
+	ConfigMaps []*corev1.ConfigMap
 	// ReferenceGrants are the ReferenceGrants of every visible namespace.
 	ReferenceGrants []*gatewayv1beta1.ReferenceGrant
 	// Deployment is the proxy Deployment as it is now, for the Programmed condition.

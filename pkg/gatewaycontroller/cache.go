@@ -121,3 +121,56 @@ func foreignMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		Labels: m.Labels, OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
 	}
 }
+
+// configMapData holds the values of the ConfigMaps filters read, fetched by GET, each with the
+// resourceVersion it was read at, as secretData does for Secrets.
+type configMapData struct {
+	kube kubernetes.Interface
+	mu   sync.Mutex
+	m    map[types.NamespacedName]*corev1.ConfigMap
+}
+
+func newConfigMapData(kube kubernetes.Interface) *configMapData {
+	return &configMapData{kube: kube, m: map[types.NamespacedName]*corev1.ConfigMap{}}
+}
+
+// get returns the ConfigMap with its values for the cached (slim) one: from memory when the
+// resourceVersion matches, else by GET. nil when it no longer exists.
+func (d *configMapData) get(ctx context.Context, slim *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	if slim.Data != nil || slim.BinaryData != nil {
+		return slim, nil // cached whole
+	}
+	key := types.NamespacedName{Namespace: slim.Namespace, Name: slim.Name}
+	d.mu.Lock()
+	have := d.m[key]
+	d.mu.Unlock()
+	if have != nil && have.ResourceVersion == slim.ResourceVersion {
+		return have, nil
+	}
+	full, err := d.kube.CoreV1().ConfigMaps(slim.Namespace).Get(ctx, slim.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		d.mu.Lock()
+		delete(d.m, key)
+		d.mu.Unlock()
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	full = &corev1.ConfigMap{ObjectMeta: foreignMeta(full.ObjectMeta), Data: full.Data, BinaryData: full.BinaryData}
+	d.mu.Lock()
+	d.m[key] = full
+	d.mu.Unlock()
+	return full, nil
+}
+
+// sweep drops the values of every ConfigMap no filter names any more.
+func (d *configMapData) sweep(used func(key string) bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for k := range d.m {
+		if !used(k.String()) {
+			delete(d.m, k)
+		}
+	}
+}

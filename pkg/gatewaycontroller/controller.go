@@ -19,6 +19,7 @@ package gatewaycontroller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,6 +63,9 @@ var (
 	indexRouteSecret = controller.IndexName(QueueName, "routesecret")
 	// On KafkaFilters: namespace/name of the Secrets its placeholders name.
 	indexFilterSecret = controller.IndexName(QueueName, "secret")
+	// indexFilterConfigMap (on KafkaFilters): namespace/name of each ConfigMap a filter's
+	// ${configmap:…} references name.
+	indexFilterConfigMap = controller.IndexName(QueueName, "configmap")
 	// On KafkaBackendTLSPolicies: namespace/name of its CA Secrets.
 	indexPolicySecret = controller.IndexName(QueueName, "secret")
 )
@@ -86,20 +90,23 @@ type Controller struct {
 	clock   clock.Clock
 	dynamic dynamic.Interface
 
-	gateways    kroxyliciouslisters.KafkaGatewayLister
-	gatewayIdx  cache.Indexer
-	params      kroxyliciouslisters.KafkaGatewayParametersLister
-	routes      kroxyliciouslisters.KafkaRouteLister
-	routeIdx    cache.Indexer
-	policies    kroxyliciouslisters.KafkaBackendTLSPolicyLister
-	policyIdx   cache.Indexer
-	filters     filterlisters.KafkaFilterLister
-	filterIdx   cache.Indexer
-	services    corelisters.ServiceLister
-	secrets     corelisters.SecretLister
-	configMaps  corelisters.ConfigMapLister
-	deployments appslisters.DeploymentLister
-	pdbs        policylisters.PodDisruptionBudgetLister
+	gateways   kroxyliciouslisters.KafkaGatewayLister
+	gatewayIdx cache.Indexer
+	params     kroxyliciouslisters.KafkaGatewayParametersLister
+	routes     kroxyliciouslisters.KafkaRouteLister
+	routeIdx   cache.Indexer
+	policies   kroxyliciouslisters.KafkaBackendTLSPolicyLister
+	policyIdx  cache.Indexer
+	filters    filterlisters.KafkaFilterLister
+	filterIdx  cache.Indexer
+	services   corelisters.ServiceLister
+	secrets    corelisters.SecretLister
+	configMaps corelisters.ConfigMapLister
+	// configMapData holds the values of the ConfigMaps filters name (the cache keeps none of
+	// ConfigMaps kafkalink did not generate).
+	configMapData *configMapData
+	deployments   appslisters.DeploymentLister
+	pdbs          policylisters.PodDisruptionBudgetLister
 
 	osRoutes  *controller.OptionalInformer
 	tlsRoutes *controller.OptionalInformer
@@ -140,7 +147,7 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 		return nil, err
 	}
 	filterInf := env.Informers.KafkaLink.Filter().V1alpha1().KafkaFilters()
-	if err := filterInf.Informer().AddIndexers(cache.Indexers{indexFilterSecret: filterSecrets}); err != nil {
+	if err := filterInf.Informer().AddIndexers(cache.Indexers{indexFilterSecret: filterSecrets, indexFilterConfigMap: filterConfigMaps}); err != nil {
 		return nil, err
 	}
 	// The shared typed informer, which the binding controller reads too: one per process.
@@ -165,6 +172,7 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 		return nil, err
 	}
 	c.configMaps, c.deployments, c.pdbs = cmInf.Lister(), depInf.Lister(), pdbInf.Lister()
+	c.configMapData = newConfigMapData(env.Clients.Kube)
 
 	handlers := []struct {
 		informer cache.SharedIndexInformer
@@ -178,6 +186,7 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 		{secretInf, c.secretToGateways},
 		{svcInf.Informer(), c.serviceToGateways},
 		{cmInf.Informer(), c.generatedToGateways(gateway.KindConfigMap)},
+		{cmInf.Informer(), c.filterConfigMapToGateways},
 		{depInf.Informer(), c.generatedToGateways(gateway.KindDeployment)},
 		{pdbInf.Informer(), c.generatedToGateways(gateway.KindPodDisruptionBudget)},
 	}
@@ -542,24 +551,41 @@ func routeFilters(obj any) ([]string, error) {
 	return out, nil
 }
 
-func filterSecrets(obj any) ([]string, error) {
+func filterSecrets(obj any) ([]string, error) { return filterRefs(obj, gateway.KindSecret) }
+
+func filterConfigMaps(obj any) ([]string, error) { return filterRefs(obj, gateway.KindConfigMap) }
+
+// filterRefs lists, as namespace/name, the Secrets or ConfigMaps (kind) a KafkaFilter names.
+func filterRefs(obj any, kind string) ([]string, error) {
 	f, ok := obj.(*filterv1alpha1.KafkaFilter)
 	if !ok {
 		return nil, nil
 	}
-	var raw []byte
-	if f.Spec.Config != nil {
-		raw = f.Spec.Config.Raw
-	}
-	_, refs, err := gateway.SubstituteFilterSecrets(raw)
+	_, refs, err := gateway.SubstituteFilterSecrets(f.Spec.RawConfig())
 	if err != nil {
 		return nil, nil // a malformed filter is reported in route status, not by the index
 	}
 	var out []string
 	for _, r := range refs {
-		out = append(out, f.GetNamespace()+"/"+r.Secret)
+		if r.Kind == kind && !slices.Contains(out, f.GetNamespace()+"/"+r.Secret) {
+			out = append(out, f.GetNamespace()+"/"+r.Secret)
+		}
 	}
 	return out, nil
+}
+
+// filterConfigMapToGateways maps a ConfigMap to the gateways whose routes use a filter that
+// names it, so a changed value restarts their proxies as a changed Secret does.
+func (c *Controller) filterConfigMapToGateways(obj any) []cache.ObjectName {
+	m, ok := controller.MetaOf(obj)
+	if !ok {
+		return nil
+	}
+	var keys []cache.ObjectName
+	for _, f := range controller.KeysByIndex(c.filterIdx, indexFilterConfigMap, m.GetNamespace()+"/"+m.GetName()) {
+		keys = append(keys, c.routesByIndex(indexRouteFilter, f.String())...)
+	}
+	return keys
 }
 
 func policySecrets(obj any) ([]string, error) {

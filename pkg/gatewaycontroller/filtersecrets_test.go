@@ -49,3 +49,40 @@ func TestFilterCheckReadsSecretValues(t *testing.T) {
 	}
 	t.Fatalf("the check saw no vault/token file: %v", seen)
 }
+
+// TestFilterCheckReadsConfigMapValues: a Kroxylicious-shaped KafkaFilter (configTemplate with a
+// ${configmap:…} reference) is checked with the ConfigMap's values, which the cache does not
+// keep for ConfigMaps kafkalink did not generate, and its mapper finds the gateway.
+func TestFilterCheckReadsConfigMapValues(t *testing.T) {
+	f := newFixture(t)
+	var seen map[string][]byte
+	f.c.env.Options.ProxyFilterTypes = []string{"RecordValidation"}
+	f.c.env.Options.CheckFilter = func(_ string, _ []byte, files map[string][]byte) error {
+		seen = files
+		return nil
+	}
+	filter := &filterv1alpha1.KafkaFilter{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "validate", UID: types.UID("validate-uid")},
+		Spec: filterv1alpha1.KafkaFilterSpec{Type: "RecordValidation",
+			ConfigTemplate: &apiextensionsv1.JSON{Raw: []byte(`{"rules":[{"topicNames":["orders"],"valueRule":{"jsonSchemaFile":"${configmap:schemas:orders.json}"}}]}`)}},
+	}
+	if err := f.filters.Add(filter); err != nil {
+		t.Fatal(err)
+	}
+	schemas := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "schemas", UID: "schemas-uid", ResourceVersion: "5"},
+		Data: map[string]string{"orders.json": `{"type":"object"}`}}
+	if err := f.kube.Tracker().Add(schemas.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	f.add(newGateway("gw"), newService("kafka"), newCertSecret(t, "cert"), schemas,
+		newRoute("route", "gw", func(r *kroxyliciousv1alpha1.KafkaRoute) {
+			r.Spec.ParentRefs[0].Rules[0].Filters = []kroxyliciousv1alpha1.FilterReference{{Name: "validate"}}
+		}))
+	f.sync("gw")
+	if got := string(seen["/opt/kroxylicious/configmaps/filter/schemas/orders.json"]); got != `{"type":"object"}` {
+		t.Errorf("the check read the schema as %q (files %v)", got, seen)
+	}
+	if keys := f.c.filterConfigMapToGateways(schemas); len(keys) != 1 || keys[0].Name != "gw" {
+		t.Errorf("a change of the ConfigMap maps to %v, want gw", keys)
+	}
+}

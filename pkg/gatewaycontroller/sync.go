@@ -148,6 +148,9 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	if s.Env.FreshBrokerKey, err = c.brokerKey(ctx, gw, s); err != nil {
 		return nil, err
 	}
+	if s.ConfigMaps, err = c.gatherConfigMaps(ctx, s.Filters); err != nil {
+		return nil, err
+	}
 	if store := c.grants.Indexer(); store != nil {
 		for _, o := range store.List() {
 			if g, ok := o.(*gatewayv1beta1.ReferenceGrant); ok {
@@ -858,4 +861,34 @@ func routesSecrets(routes []*kroxyliciousv1alpha1.KafkaRoute) []string {
 		out = append(out, refs...)
 	}
 	return out
+}
+
+// gatherConfigMaps reads the ConfigMaps the gateway's filters name, with their values (from
+// configMapData, which reads each version once).
+func (c *Controller) gatherConfigMaps(ctx context.Context, filters []*filterv1alpha1.KafkaFilter) ([]*corev1.ConfigMap, error) {
+	var out []*corev1.ConfigMap
+	seen := map[string]bool{}
+	for _, f := range filters {
+		refs, _ := filterConfigMaps(f)
+		for _, ref := range refs {
+			if seen[ref] {
+				continue
+			}
+			seen[ref] = true
+			ns, name, _ := cache.SplitMetaNamespaceKey(ref)
+			slim, err := c.configMaps.ConfigMaps(ns).Get(name)
+			if err != nil {
+				continue // missing: the translator reports it
+			}
+			full, err := c.configMapData.get(ctx, slim)
+			if err != nil {
+				return nil, err
+			}
+			if full != nil {
+				out = append(out, full)
+			}
+		}
+	}
+	c.configMapData.sweep(func(key string) bool { return controller.HasIndexed(c.filterIdx, indexFilterConfigMap, key) })
+	return out, nil
 }

@@ -94,7 +94,7 @@ func newFixture(t *testing.T) *fixture {
 	f.gateways = with(cache.Indexers{indexGatewaySecret: gatewaySecrets, indexGatewayParams: gatewayParams})
 	f.routes = with(cache.Indexers{indexRouteGateway: routeGateways, indexRouteBackend: routeBackends, indexRouteFilter: routeFilters})
 	f.policies = with(cache.Indexers{indexPolicySecret: policySecrets})
-	f.filters = with(cache.Indexers{indexFilterSecret: filterSecrets})
+	f.filters = with(cache.Indexers{indexFilterSecret: filterSecrets, indexFilterConfigMap: filterConfigMaps})
 	f.params, f.services, f.secrets, f.configMaps, f.deployments, f.pdbs = with(nil), with(nil), with(nil), with(nil), with(nil), with(nil)
 
 	env := controller.Env{
@@ -105,7 +105,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	c := &Controller{
 		env: env, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), dynamic: f.dynamic,
-		waiters: newNameWaiters(), secretData: newSecretData(f.kube),
+		waiters: newNameWaiters(), secretData: newSecretData(f.kube), configMapData: newConfigMapData(f.kube),
 		members:  newMemberProxies(t.Context(), f.kube, func(cache.ObjectName) {}, nil),
 		gateways: kroxyliciouslisters.NewKafkaGatewayLister(f.gateways), gatewayIdx: f.gateways,
 		params: kroxyliciouslisters.NewKafkaGatewayParametersLister(f.params),

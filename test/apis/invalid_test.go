@@ -190,6 +190,18 @@ spec:
 `,
 			wantField: "spec.type", wantMessage: "Required value",
 		},
+		"a filter with both config and configTemplate": {
+			yaml: `
+apiVersion: filter.kroxylicious.io/v1alpha1
+kind: KafkaFilter
+metadata: {name: f}
+spec:
+  type: RecordEncryption
+  config: {kms: Foo}
+  configTemplate: {kms: Bar}
+`,
+			wantField: "spec", wantMessage: "config and configTemplate are the same field",
+		},
 		"a backend TLS policy targeting something other than a Service": {
 			yaml: `
 apiVersion: kroxylicious.io/v1alpha1
@@ -325,6 +337,116 @@ spec:
   storeFormats: [PEM, JCEKS]
 `,
 			wantField: "spec.storeFormats[1]", wantMessage: "supported values",
+		},
+		"a binding Secret name that is not a DNS subdomain": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  secretName: My_Secret
+`,
+			wantField: "spec.secretName", wantMessage: "should match",
+		},
+		"a binding Secret name over 253 characters": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  secretName: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+`,
+			wantField: "spec.secretName", wantMessage: "Too long",
+		},
+		"a binding Secret label key that is not a qualified name": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {labels: {'team/a/b': x}}}}
+`,
+			wantField: "spec.template.secret.metadata", wantMessage: "label keys must be qualified names",
+		},
+		"a binding Secret label key with a name over 63 characters": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {labels: {'example.com/nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn': x}}}}
+`,
+			wantField: "spec.template.secret.metadata", wantMessage: "label keys must be qualified names",
+		},
+		"a binding Secret label value with a space": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {labels: {team: 'a b'}}}}
+`,
+			wantField: "spec.template.secret.metadata.labels.team", wantMessage: "should match",
+		},
+		"a binding Secret label that is kafkalink's own": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {labels: {app.kubernetes.io/managed-by: me}}}}
+`,
+			wantField: "spec.template.secret.metadata", wantMessage: "kafkalink's own",
+		},
+		"a binding Secret annotation that is kafkalink's own": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {annotations: {kafkalink.io/applied-hash: x}}}}
+`,
+			wantField: "spec.template.secret.metadata", wantMessage: "kafkalink's own",
+		},
+		"a binding Secret annotation value over 4096 characters": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {annotations: {a: vvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvvv}}}}
+`,
+			wantField: "spec.template.secret.metadata.annotations.a", wantMessage: "Too long",
+		},
+		"a binding Secret with 33 labels": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kafka.strimzi.io/v1beta2, kind: Kafka, name: my-cluster}
+  template: {secret: {metadata: {labels: {l0: v, l1: v, l2: v, l3: v, l4: v, l5: v, l6: v, l7: v, l8: v, l9: v, l10: v, l11: v, l12: v, l13: v, l14: v, l15: v, l16: v, l17: v, l18: v, l19: v, l20: v, l21: v, l22: v, l23: v, l24: v, l25: v, l26: v, l27: v, l28: v, l29: v, l30: v, l31: v, l32: v}}}}
+`,
+			wantField: "spec.template.secret.metadata.labels", wantMessage: "must have at most 32 items",
+		},
+		"an external listener allowed for a KafkaRoute": {
+			yaml: `
+apiVersion: kafka.strimzi.io/v1beta2
+kind: KafkaConnection
+metadata: {name: c}
+spec:
+  kafka: {apiVersion: kroxylicious.io/v1alpha1, kind: KafkaRoute, name: my-route}
+  allowExternalListener: true
+`,
+			wantField: "spec", wantMessage: "allowExternalListener applies to a Kafka only",
 		},
 	}
 	for name, tc := range cases {

@@ -142,7 +142,7 @@ func (h *harness) startOperator(name string) {
 	health, metrics := framework.FreeAddress(), framework.FreeAddress()
 	p, err := framework.StartProcess(h.dir, name, h.binary,
 		"--kubeconfig="+h.kubeconfig, "--health-address="+health, "--metrics-address="+metrics,
-		"--leader-elect=false", "--v=2")
+		"--leader-elect=false", "--v=2", "--allowed-metadata-prefixes="+allowedPrefixes)
 	if err != nil {
 		h.t.Fatal(err)
 	}

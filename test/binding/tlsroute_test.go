@@ -58,7 +58,7 @@ func (h *harness) tlsrouteThroughGateway(t *testing.T) {
 	h.setKafka(ns, "edge", []listener{external}, nil)
 	h.setKafkaBootstrap(ns, "edge", "external", strings.Join(c.ListenAddrs(), ","))
 	h.setUser(ns, "gina", "edge", "scram-sha-512", false, scramSecret("ginas-password"))
-	h.createConnection(connection(ns, "app", "edge", "gina", "", ""))
+	h.createConnection(connection(ns, "app", "edge", "gina", "", "external")) // a tlsroute listener is outside the cluster: named
 	h.waitReason(ns, "app", "Bound")
 	data := h.waitSecret(ns, "app", "kfake's addresses", func(d map[string][]byte) bool {
 		return string(d["bootstrap.servers"]) == strings.Join(c.ListenAddrs(), ",")

@@ -263,6 +263,53 @@ spec:
 	if _, err := sbKube.CoreV1().Secrets(nsApps).Get(e.ctx, directConn, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the Service Binding runtime's identity reads the binding Secret (err %v); it should need no Secret access", err)
 	}
+
+	// A rename (spec.secretName): status.binding.name follows, so does the projection, and the
+	// old Secret goes. The runtime (v0.7.0) watches no provisioned-service kind, so it resolves
+	// status.binding.name again only when the ServiceBinding changes (or at its resync): the
+	// ServiceBinding is touched once status names the new Secret, as after the RBAC change above.
+	const renamed = "orders-kafka-binding"
+	if _, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Patch(e.ctx, directConn, types.MergePatchType,
+		[]byte(`{"spec":{"secretName":"`+renamed+`"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("status.binding.name to name the renamed Secret", func() (bool, string) {
+		kc, err := e.kl.KafkaV1beta2().KafkaConnections(nsApps).Get(e.ctx, directConn, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return kc.Status.Binding != nil && kc.Status.Binding.Name == renamed, fmt.Sprintf("status %+v", kc.Status)
+	})
+	if _, err := e.dyn.Resource(sbGVR).Namespace(nsApps).Patch(e.ctx, "orders-kafka", types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"test.kafkalink.io/retry":"rename"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the projection to follow the renamed binding Secret", func() (bool, string) {
+		d, err := e.kube.AppsV1().Deployments(nsApps).Get(e.ctx, "orders", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Projected != nil {
+				for _, src := range v.Projected.Sources {
+					if src.Secret != nil {
+						names = append(names, src.Secret.Name)
+					}
+				}
+			}
+		}
+		for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+			if v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+				names = append(names, v.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+		return len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return n != renamed }), fmt.Sprintf("projected Secrets %v", names)
+	})
+	e.eventually("the old binding Secret to be gone", func() (bool, string) {
+		_, err := e.kube.CoreV1().Secrets(nsApps).Get(e.ctx, directConn, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("get %s: %v", directConn, err)
+	})
 }
 
 // releasedRBAC writes the ServiceAccount, roles and bindings (and their Namespace) of a Service

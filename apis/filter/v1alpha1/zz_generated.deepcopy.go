@@ -94,6 +94,11 @@ func (in *KafkaFilterSpec) DeepCopyInto(out *KafkaFilterSpec) {
 		*out = new(v1.JSON)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ConfigTemplate != nil {
+		in, out := &in.ConfigTemplate, &out.ConfigTemplate
+		*out = new(v1.JSON)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

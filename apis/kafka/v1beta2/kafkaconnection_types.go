@@ -49,6 +49,7 @@ const (
 // KafkaConnectionSpec names the Kafka cluster, optionally a listener, and optionally a user.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.user) && has(self.oauth))",message="user and oauth are two ways to authenticate: name one"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowExternalListener) || !self.allowExternalListener || self.kafka.kind == 'Kafka'",message="allowExternalListener applies to a Kafka only: a KafkaRoute's hostname chooses where the application connects"
 type KafkaConnectionSpec struct {
 	// Kafka is the cluster to connect to: a Strimzi Kafka, or a KafkaRoute in front of one.
 	// +required
@@ -81,7 +82,72 @@ type KafkaConnectionSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
 	Targets []BindingTarget `json:"targets,omitempty"`
+	// AllowExternalListener lets kafkalink choose, when spec.kafka.listener names none, a
+	// listener reached from outside the cluster (route, loadbalancer, nodeport, ingress,
+	// tlsroute) when no in-cluster one (internal, cluster-ip) fits. Unset, such a connection is
+	// not Ready (NoInternalListener), as the Strimzi proposal's step 8 says: applications in the
+	// cluster are not sent out and back through a load balancer by surprise.
+	// +optional
+	AllowExternalListener bool `json:"allowExternalListener,omitempty"`
+	// SecretName names the binding Secret, in the connection's namespace; the connection's own
+	// name when unset (the Strimzi Access Operator's field of the same name). Changing it
+	// writes the new Secret, points status.binding at it, and removes the old one.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+	// Template adds labels and annotations to the binding Secret, in the Strimzi Access
+	// Operator's shape (spec.template.secret.metadata). The operator's
+	// --allowed-metadata-prefixes restricts their keys.
+	// +optional
+	Template *ConnectionTemplate `json:"template,omitempty"`
 }
+
+// ConnectionTemplate customizes what a KafkaConnection generates.
+type ConnectionTemplate struct {
+	// Secret customizes the binding Secret.
+	// +optional
+	Secret *SecretTemplate `json:"secret,omitempty"`
+}
+
+// SecretTemplate customizes the binding Secret.
+type SecretTemplate struct {
+	// Metadata holds the labels and annotations put on the binding Secret.
+	// +optional
+	Metadata *MetadataTemplate `json:"metadata,omitempty"`
+}
+
+// MetadataTemplate holds labels and annotations for a generated object. Keys are Kubernetes
+// qualified names (an optional DNS subdomain prefix and a slash, then a name of at most 63
+// characters); kafkalink's own keys (kafkalink.io/ and app.kubernetes.io/managed-by) are refused.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters of [A-Za-z0-9-_.] starting and ending alphanumeric"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 characters of [A-Za-z0-9-_.] starting and ending alphanumeric"
+// +kubebuilder:validation:XValidation:rule="!has(self.labels) || self.labels.all(k, !k.startsWith('kafkalink.io/') && k != 'app.kubernetes.io/managed-by')",message="labels kafkalink.io/* and app.kubernetes.io/managed-by are kafkalink's own"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || self.annotations.all(k, !k.startsWith('kafkalink.io/'))",message="annotations kafkalink.io/* are kafkalink's own"
+type MetadataTemplate struct {
+	// Labels put on the generated object.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317)",message="a label key is at most 317 characters (a 253-character prefix, '/', a 63-character name)"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+	// Annotations put on the generated object; each value at most 4096 characters.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317)",message="an annotation key is at most 317 characters (a 253-character prefix, '/', a 63-character name)"
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
+}
+
+// LabelValue is a label's value: empty, or at most 63 characters of [A-Za-z0-9-_.] starting and
+// ending alphanumeric.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+type LabelValue string
+
+// AnnotationValue is an annotation's value.
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
 
 // BindingTarget is a member cluster and namespace that receive a copy of the binding Secret.
 //

@@ -29,7 +29,9 @@ import (
 //
 // KafkaFilter is a proxy filter: a type and its configuration, passed through to the proxy as is.
 // In the configuration, $(secretFile:secret:key) and $(secretDir:secret) stand for the path of a
-// Secret key or of a whole Secret, mounted into the proxy by the operator.
+// Secret key or of a whole Secret, mounted into the proxy by the operator; so do Kroxylicious'
+// interpolation references ${secret:secret:key} and ${configmap:configmap:key}, which must be a
+// whole string value, as in Kroxylicious' KafkaProtocolFilter.
 type KafkaFilterApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:",inline"`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -31,6 +31,9 @@ type KafkaFilterSpecApplyConfiguration struct {
 	Type *string `json:"type,omitempty"`
 	// Config is the filter's configuration, forwarded to the proxy without interpretation.
 	Config *v1.JSON `json:"config,omitempty"`
+	// ConfigTemplate is Config under the name Kroxylicious' KafkaProtocolFilter gives it, so a
+	// filter moves over unchanged; set one of the two.
+	ConfigTemplate *v1.JSON `json:"configTemplate,omitempty"`
 }
 
 // KafkaFilterSpecApplyConfiguration constructs a declarative configuration of the KafkaFilterSpec type for use with
@@ -52,5 +55,13 @@ func (b *KafkaFilterSpecApplyConfiguration) WithType(value string) *KafkaFilterS
 // If called multiple times, the Config field is set to the value of the last call.
 func (b *KafkaFilterSpecApplyConfiguration) WithConfig(value v1.JSON) *KafkaFilterSpecApplyConfiguration {
 	b.Config = &value
+	return b
+}
+
+// WithConfigTemplate sets the ConfigTemplate field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ConfigTemplate field is set to the value of the last call.
+func (b *KafkaFilterSpecApplyConfiguration) WithConfigTemplate(value v1.JSON) *KafkaFilterSpecApplyConfiguration {
+	b.ConfigTemplate = &value
 	return b
 }

@@ -41,6 +41,20 @@ type KafkaConnectionSpecApplyConfiguration struct {
 	// spec.target names one. The copies are removed when the connection or the target goes
 	// (finalizer kafkalink.io/member-bindings). docs/stretch.md has the model and the RBAC.
 	Targets []BindingTargetApplyConfiguration `json:"targets,omitempty"`
+	// AllowExternalListener lets kafkalink choose, when spec.kafka.listener names none, a
+	// listener reached from outside the cluster (route, loadbalancer, nodeport, ingress,
+	// tlsroute) when no in-cluster one (internal, cluster-ip) fits. Unset, such a connection is
+	// not Ready (NoInternalListener), as the Strimzi proposal's step 8 says: applications in the
+	// cluster are not sent out and back through a load balancer by surprise.
+	AllowExternalListener *bool `json:"allowExternalListener,omitempty"`
+	// SecretName names the binding Secret, in the connection's namespace; the connection's own
+	// name when unset (the Strimzi Access Operator's field of the same name). Changing it
+	// writes the new Secret, points status.binding at it, and removes the old one.
+	SecretName *string `json:"secretName,omitempty"`
+	// Template adds labels and annotations to the binding Secret, in the Strimzi Access
+	// Operator's shape (spec.template.secret.metadata). The operator's
+	// --allowed-metadata-prefixes restricts their keys.
+	Template *ConnectionTemplateApplyConfiguration `json:"template,omitempty"`
 }
 
 // KafkaConnectionSpecApplyConfiguration constructs a declarative configuration of the KafkaConnectionSpec type for use with
@@ -93,5 +107,29 @@ func (b *KafkaConnectionSpecApplyConfiguration) WithTargets(values ...*BindingTa
 		}
 		b.Targets = append(b.Targets, *values[i])
 	}
+	return b
+}
+
+// WithAllowExternalListener sets the AllowExternalListener field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AllowExternalListener field is set to the value of the last call.
+func (b *KafkaConnectionSpecApplyConfiguration) WithAllowExternalListener(value bool) *KafkaConnectionSpecApplyConfiguration {
+	b.AllowExternalListener = &value
+	return b
+}
+
+// WithSecretName sets the SecretName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecretName field is set to the value of the last call.
+func (b *KafkaConnectionSpecApplyConfiguration) WithSecretName(value string) *KafkaConnectionSpecApplyConfiguration {
+	b.SecretName = &value
+	return b
+}
+
+// WithTemplate sets the Template field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Template field is set to the value of the last call.
+func (b *KafkaConnectionSpecApplyConfiguration) WithTemplate(value *ConnectionTemplateApplyConfiguration) *KafkaConnectionSpecApplyConfiguration {
+	b.Template = value
 	return b
 }
