@@ -14,6 +14,14 @@ var explanations = map[string]Explanation{
 	"BackendTLSPolicyFound": healthy("a KafkaBackendTLSPolicy says how the proxy connects to the route's TLS backend port"),
 
 	// KafkaConnection (Ready=False).
+	"NoInternalListener": failing("no listener is named, none of the Kafka's in-cluster listeners fits, and only an external one would (the seed's step 8: kafkalink no longer binds an external listener unasked)",
+		"name the listener in spec.kafka.listener.name, set spec.allowExternalListener: true, or add an internal listener to the Kafka"),
+	"ReadForbidden": failing("the API server answered 403 to a read the binding needs; the message quotes the verb, resource and the operator's identity",
+		"grant the operator that read (its shipped RBAC in manifests/rbac, or the chart's); kafkalink checks again every 15 s and binds once it may"),
+	"ReadUnauthorized": failing("the API server answered 401 to a read the binding needs: the operator's credentials were not accepted",
+		"check the operator's ServiceAccount token (an expired or revoked token, a deleted ServiceAccount) and restart the operator if its token was replaced"),
+	"MetadataNotAllowed": failing("spec.template.secret.metadata has label or annotation keys outside the operator's --allowed-metadata-prefixes",
+		"remove those keys, or ask the platform team to add their prefix to --allowed-metadata-prefixes"),
 	"StrimziNotInstalled": waiting("the cluster serves neither kafka.strimzi.io/v1 nor v1beta2 Kafka and KafkaUser",
 		"install Strimzi (or its CRDs); kafkalink re-checks with a backoff of up to 20 s and binds without a restart"),
 	"KafkaNotFound": failing("the Kafka named in spec.kafka does not exist",
