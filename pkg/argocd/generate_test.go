@@ -88,4 +88,3 @@ func TestEveryKindHasACheck(t *testing.T) {
 		t.Errorf("CRD kinds %v, checks %v", crds, checks)
 	}
 }
-
