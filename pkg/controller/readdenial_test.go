@@ -56,6 +56,7 @@ func TestReadDenialLastsUntilTheInformerListsAgain(t *testing.T) {
 			lw := &deniedListWatch{deny: tc.err}
 			inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
 			d := WatchReadDenial(inf)
+			d.grace = 0
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go inf.RunWithContext(ctx)
@@ -72,6 +73,26 @@ func TestReadDenialLastsUntilTheInformerListsAgain(t *testing.T) {
 				t.Errorf("still denied after a successful list: %v", err)
 			}
 		})
+	}
+}
+
+// A refusal counts only once it has lasted the grace: a kube-apiserver that has just started
+// refuses reads until its authorizer is ready.
+func TestReadDenialCountsAfterTheGrace(t *testing.T) {
+	lw := &deniedListWatch{deny: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", errors.New("RBAC: not ready"))}
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
+	d := WatchReadDenial(inf)
+	d.grace = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	waitFor(t, "two refused lists", func() bool { return lw.lists.Load() >= 2 })
+	if err := d.Err(); err != nil {
+		t.Fatalf("a refusal younger than the grace counts: %v", err)
+	}
+	d.grace = 0
+	if err := d.Err(); !IsReadDenied(err) {
+		t.Fatalf("a refusal older than the grace does not count: %v", err)
 	}
 }
 

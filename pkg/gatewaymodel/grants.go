@@ -74,9 +74,14 @@ func grantTo(g *gatewayv1beta1.ReferenceGrant, to To) bool {
 // namespace, granting from's group, kind and namespace access to that one object. Its name says
 // who it is for, so a second grant for another referrer does not replace it.
 func GrantYAML(from From, to To) string {
+	// The target's name is part of the grant's: two routes of a namespace whose backends differ
+	// get two grants, so applying the second as written does not replace the first.
 	name := strings.ToLower(from.Kind) + "s-from-" + from.Namespace
-	if len(name) > 253 { // a namespace is at most 63 characters, so this never happens
-		name = name[:253]
+	if to.Name != "" {
+		name += "-to-" + strings.ToLower(to.Name)
+	}
+	if len(name) > 253 {
+		name = strings.TrimRight(name[:253], "-.")
 	}
 	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1beta1
 kind: ReferenceGrant

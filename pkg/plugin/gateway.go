@@ -17,7 +17,7 @@ import (
 var (
 	gatewayConditions  = []string{gateway.ConditionProgrammed, gateway.ConditionAccepted, ConditionReady}
 	listenerConditions = []string{gateway.ConditionProgrammed, gateway.ConditionAccepted, gateway.ConditionResolvedRefs, gateway.ConditionConflicted}
-	parentConditions   = []string{gateway.ConditionAccepted, gateway.ConditionResolvedRefs, gateway.ConditionBrokerIDsMatch}
+	parentConditions   = []string{gateway.ConditionAccepted, gateway.ConditionResolvedRefs, gateway.ConditionBrokerIDsMatch, gateway.ConditionBackendTLS}
 )
 
 // GatewayWorld is what a KafkaGateway's tree shows, as gathered from the API server.

@@ -40,6 +40,9 @@ type Node struct {
 	State State
 	// Children are the lines below.
 	Children []*Node
+	// Also are the object's other conditions that are not in their good state: the line shows
+	// the key one, why explains them all (a route can lack both a policy and the right ids).
+	Also []*Node
 }
 
 // conditionNode is a node whose key condition is the first failing, else the first pending,
@@ -64,6 +67,15 @@ func conditionNode(kind, name string, conds []metav1.Condition, types []string, 
 		return n
 	}
 	n.Condition, n.Status, n.Reason, n.Message, n.State = best.Type, string(best.Status), best.Reason, best.Message, bestState
+	for _, typ := range types {
+		c := findCondition(conds, typ)
+		if c == nil || c == best || c.Reason == best.Reason {
+			continue // a summary condition (Ready) repeats the key one's reason
+		}
+		if st := conditionState(c, contains(negative, typ)); st == StateFailing || st == StatePending {
+			n.Also = append(n.Also, &Node{Kind: kind, Name: name, Condition: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message, State: st})
+		}
+	}
 	return n
 }
 

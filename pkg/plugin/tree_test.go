@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
@@ -123,6 +124,16 @@ func TestGoldenTrees(t *testing.T) {
 		}),
 		"gateway-backend-missing": GatewayTree(gatewayWorld()),
 		"route-unprocessed":       RouteTree(route()),
+		// Both of a route parent's failing conditions are explained, not only the line's key one.
+		"route-two-failing": RouteTree(route(kroxyliciousv1alpha1.RouteParentStatus{
+			ParentRef: kroxyliciousv1alpha1.ParentReference{Name: "proxy", SectionName: ptr.To(kroxyliciousv1alpha1.SectionName("tls"))},
+			Conditions: []metav1.Condition{
+				cond("Accepted", "True", "Accepted", ""),
+				cond("ResolvedRefs", "True", "ResolvedRefs", ""),
+				cond("BrokerIDsMatch", "False", "BrokerIDsMismatch", "advertised ids with no broker: [3]"),
+				cond("BackendTLS", "False", "BackendTLSPolicyMissing", "port 9093 looks like TLS"),
+			},
+		})),
 	}
 	for name, tree := range worlds {
 		t.Run(name, func(t *testing.T) {

@@ -51,6 +51,7 @@ func Why(root *Node) string {
 		if (n.State == StateFailing || n.State == StatePending) && !repeatsAChild(n) {
 			bad = append(bad, n)
 		}
+		bad = append(bad, n.Also...)
 	})
 	var b strings.Builder
 	if len(bad) == 0 {
