@@ -46,59 +46,56 @@ func slimObject(obj any) (any, error) {
 	return obj, nil
 }
 
-// secretData holds the values of the Secrets gateways read, fetched by GET, each with the
-// resourceVersion it was read at.
-type secretData struct {
-	kube kubernetes.Interface
-	mu   sync.Mutex
-	m    map[types.NamespacedName]*corev1.Secret
+// fetched holds the values of objects whose cache keeps none (Secrets, ConfigMaps), fetched by
+// GET, each with the resourceVersion it was read at: a changed object is fetched again and an
+// unchanged one never is.
+type fetched[T metav1.Object] struct {
+	// fetch GETs an object and keeps what the controller reads of it.
+	fetch func(ctx context.Context, namespace, name string) (T, error)
+	mu    sync.Mutex
+	m     map[types.NamespacedName]T
 }
 
-func newSecretData(kube kubernetes.Interface) *secretData {
-	return &secretData{kube: kube, m: map[types.NamespacedName]*corev1.Secret{}}
-}
-
-// get returns the Secret with its values for the cached (slim) Secret: from memory when the
-// resourceVersion matches, else by GET. nil when it no longer exists.
-func (d *secretData) get(ctx context.Context, slim *corev1.Secret) (*corev1.Secret, error) {
-	key := types.NamespacedName{Namespace: slim.Namespace, Name: slim.Name}
+// get returns the object with its values for the cached (slim) one: from memory when the
+// resourceVersion matches, else by GET. ok is false when it no longer exists.
+func (d *fetched[T]) get(ctx context.Context, slim metav1.Object) (obj T, ok bool, err error) {
+	key := types.NamespacedName{Namespace: slim.GetNamespace(), Name: slim.GetName()}
 	d.mu.Lock()
-	have := d.m[key]
+	have, cached := d.m[key]
 	d.mu.Unlock()
-	if have != nil && have.ResourceVersion == slim.ResourceVersion {
-		return have, nil
+	if cached && have.GetResourceVersion() == slim.GetResourceVersion() {
+		return have, true, nil
 	}
-	full, err := d.kube.CoreV1().Secrets(slim.Namespace).Get(ctx, slim.Name, metav1.GetOptions{})
+	full, err := d.fetch(ctx, key.Namespace, key.Name)
 	if apierrors.IsNotFound(err) {
 		d.forget(key)
-		return nil, nil
+		return obj, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return obj, false, err
 	}
-	full = &corev1.Secret{ObjectMeta: foreignMeta(full.ObjectMeta), Type: full.Type, Data: full.Data}
 	d.mu.Lock()
 	d.m[key] = full
 	d.mu.Unlock()
-	return full, nil
+	return full, true, nil
 }
 
-func (d *secretData) forget(key types.NamespacedName) {
+func (d *fetched[T]) forget(key types.NamespacedName) {
 	d.mu.Lock()
 	delete(d.m, key)
 	d.mu.Unlock()
 }
 
-// onDelete drops the values of a deleted Secret.
-func (d *secretData) onDelete(obj any) {
+// onDelete drops the values of a deleted object.
+func (d *fetched[T]) onDelete(obj any) {
 	if m, ok := controller.MetaOf(obj); ok {
 		d.forget(types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()})
 	}
 }
 
-// sweep drops the values of every Secret that used no longer reports as named by a gateway or a
-// policy, so a Secret that stops being referenced leaves memory.
-func (d *secretData) sweep(used func(key string) bool) {
+// sweep drops the values of every object that used no longer reports as named (by a gateway, a
+// policy or a filter), so an object that stops being referenced leaves memory.
+func (d *fetched[T]) sweep(used func(key string) bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k := range d.m {
@@ -106,6 +103,54 @@ func (d *secretData) sweep(used func(key string) bool) {
 			delete(d.m, k)
 		}
 	}
+}
+
+// secretData holds the values of the Secrets gateways read.
+type secretData struct{ fetched[*corev1.Secret] }
+
+func newSecretData(kube kubernetes.Interface) *secretData {
+	d := &secretData{}
+	d.m = map[types.NamespacedName]*corev1.Secret{}
+	d.fetch = func(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+		full, err := kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return &corev1.Secret{ObjectMeta: foreignMeta(full.ObjectMeta), Type: full.Type, Data: full.Data}, nil
+	}
+	return d
+}
+
+// get returns the Secret with its values, nil when it no longer exists.
+func (d *secretData) get(ctx context.Context, slim *corev1.Secret) (*corev1.Secret, error) {
+	full, _, err := d.fetched.get(ctx, slim)
+	return full, err
+}
+
+// configMapData holds the values of the ConfigMaps filters read.
+type configMapData struct{ fetched[*corev1.ConfigMap] }
+
+func newConfigMapData(kube kubernetes.Interface) *configMapData {
+	d := &configMapData{}
+	d.m = map[types.NamespacedName]*corev1.ConfigMap{}
+	d.fetch = func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+		full, err := kube.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return &corev1.ConfigMap{ObjectMeta: foreignMeta(full.ObjectMeta), Data: full.Data, BinaryData: full.BinaryData}, nil
+	}
+	return d
+}
+
+// get returns the ConfigMap with its values, nil when it no longer exists. A generated
+// ConfigMap is cached whole.
+func (d *configMapData) get(ctx context.Context, slim *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	if slim.Data != nil || slim.BinaryData != nil {
+		return slim, nil
+	}
+	full, _, err := d.fetched.get(ctx, slim)
+	return full, err
 }
 
 func generated(m metav1.Object) bool {
@@ -119,58 +164,5 @@ func foreignMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 		Labels: m.Labels, OwnerReferences: m.OwnerReferences, DeletionTimestamp: m.DeletionTimestamp,
-	}
-}
-
-// configMapData holds the values of the ConfigMaps filters read, fetched by GET, each with the
-// resourceVersion it was read at, as secretData does for Secrets.
-type configMapData struct {
-	kube kubernetes.Interface
-	mu   sync.Mutex
-	m    map[types.NamespacedName]*corev1.ConfigMap
-}
-
-func newConfigMapData(kube kubernetes.Interface) *configMapData {
-	return &configMapData{kube: kube, m: map[types.NamespacedName]*corev1.ConfigMap{}}
-}
-
-// get returns the ConfigMap with its values for the cached (slim) one: from memory when the
-// resourceVersion matches, else by GET. nil when it no longer exists.
-func (d *configMapData) get(ctx context.Context, slim *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	if slim.Data != nil || slim.BinaryData != nil {
-		return slim, nil // cached whole
-	}
-	key := types.NamespacedName{Namespace: slim.Namespace, Name: slim.Name}
-	d.mu.Lock()
-	have := d.m[key]
-	d.mu.Unlock()
-	if have != nil && have.ResourceVersion == slim.ResourceVersion {
-		return have, nil
-	}
-	full, err := d.kube.CoreV1().ConfigMaps(slim.Namespace).Get(ctx, slim.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		d.mu.Lock()
-		delete(d.m, key)
-		d.mu.Unlock()
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	full = &corev1.ConfigMap{ObjectMeta: foreignMeta(full.ObjectMeta), Data: full.Data, BinaryData: full.BinaryData}
-	d.mu.Lock()
-	d.m[key] = full
-	d.mu.Unlock()
-	return full, nil
-}
-
-// sweep drops the values of every ConfigMap no filter names any more.
-func (d *configMapData) sweep(used func(key string) bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for k := range d.m {
-		if !used(k.String()) {
-			delete(d.m, k)
-		}
 	}
 }
