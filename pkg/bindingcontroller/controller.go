@@ -14,6 +14,7 @@ package bindingcontroller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -230,11 +231,18 @@ func labelSelector(selector string) internalinterfaces.TweakListOptionsFunc {
 	return func(o *metav1.ListOptions) { o.LabelSelector = selector }
 }
 
-// stripManagedFields drops managedFields before objects are cached: kafkalink never reads them
-// and they are often the largest part of the metadata.
+// stripManagedFields drops managedFields, and kubectl's copy of the last applied object, before
+// objects are cached: kafkalink never reads them and they are often the largest part of the
+// metadata. (The status update sends the cached object, but the API server takes only the
+// status from it.)
 func stripManagedFields(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a[corev1.LastAppliedConfigAnnotation] != "" {
+			a = maps.Clone(a)
+			delete(a, corev1.LastAppliedConfigAnnotation)
+			m.SetAnnotations(a)
+		}
 	}
 	return obj, nil
 }
@@ -243,19 +251,26 @@ func stripManagedFields(obj any) (any, error) {
 // selector also brings Strimzi's private Secrets (the CA keys, broker keys): their keys are
 // dropped before caching, so the operator never holds a CA's private key, and mTLS users' PKCS12
 // files (rebuilt from PEM anyway) take no memory.
+//
+// Of the metadata only the identity is kept: the binding reads a source Secret's name and data,
+// and Strimzi's labels, annotations and owner reference cost about as much as a SCRAM user's
+// entries.
 func pruneSourceSecret(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
 	if !ok {
 		return obj, nil
 	}
-	s.ManagedFields = nil
-	for k := range s.Data {
-		if !sourceEntry(k) {
-			delete(s.Data, k)
+	out := &corev1.Secret{Type: s.Type, ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID,
+		ResourceVersion: s.ResourceVersion, DeletionTimestamp: s.DeletionTimestamp}}
+	for k, v := range s.Data {
+		if sourceEntry(k) {
+			if out.Data == nil {
+				out.Data = make(map[string][]byte, len(s.Data))
+			}
+			out.Data[k] = v
 		}
 	}
-	s.StringData = nil
-	return s, nil
+	return out, nil
 }
 
 // sourceEntry reports whether binding.Build reads an entry of a cluster CA or user Secret.

@@ -132,19 +132,42 @@ func TestBindingSecretMapsToItsController(t *testing.T) {
 }
 
 func TestPruneSourceSecretKeepsWhatTheBindingReads(t *testing.T) {
-	s := &corev1.Secret{Data: map[string][]byte{
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alice", ResourceVersion: "7",
+		Labels: map[string]string{"strimzi.io/cluster": "c"}, Annotations: map[string]string{"a": "b"},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "KafkaUser", Name: "alice"}}}, Data: map[string][]byte{
 		"ca.crt": nil, "ca-2025.crt": nil, "ca.p12": nil, "ca.password": nil, "ca.key": nil,
 		"password": nil, "sasl.jaas.config": nil, "user.crt": nil, "user.key": nil, "user.p12": nil, "user.password": nil,
 		"my-cluster-kafka-0.key": nil,
 	}}
-	out, _ := pruneSourceSecret(s)
+	o, _ := pruneSourceSecret(s)
+	out := o.(*corev1.Secret)
+	if out.Name != "alice" || out.Namespace != "ns" || out.ResourceVersion != "7" {
+		t.Errorf("identity lost: %+v", out.ObjectMeta)
+	}
+	if out.Labels != nil || out.Annotations != nil || out.OwnerReferences != nil {
+		t.Errorf("metadata the binding does not read was kept: %+v", out.ObjectMeta)
+	}
 	var kept []string
-	for k := range out.(*corev1.Secret).Data {
+	for k := range out.Data {
 		kept = append(kept, k)
 	}
 	slices.Sort(kept)
 	want := []string{"ca-2025.crt", "ca.crt", "ca.p12", "ca.password", "password", "user.crt", "user.key", "user.password"}
 	if !slices.Equal(kept, want) {
 		t.Errorf("kept %v, want %v", kept, want)
+	}
+}
+
+func TestStripManagedFieldsDropsLastApplied(t *testing.T) {
+	ann := map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "kafkalink.io/abandon-targets": "a"}
+	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Annotations: ann,
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	o, _ := stripManagedFields(c)
+	got := o.(*kafkav1beta2.KafkaConnection)
+	if got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["kafkalink.io/abandon-targets"] != "a" {
+		t.Errorf("managedFields %v, annotations %v", got.ManagedFields, got.Annotations)
+	}
+	if _, ok := ann[corev1.LastAppliedConfigAnnotation]; !ok {
+		t.Error("the informer's object was changed in place")
 	}
 }
