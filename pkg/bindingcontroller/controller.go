@@ -136,10 +136,12 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 	// Two Secret informers filtered by label, so the cache holds only what kafkalink reads:
 	// Strimzi's Secrets (cluster CA and KafkaUser credentials carry strimzi.io/cluster) and the
 	// binding Secrets, of which only a digest of the data is kept (see digestBindingSecret).
-	sourceInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	// No namespace index: both are read by key, the binding Secrets also by their controller
+	// (an index by namespace cost a set entry per Secret).
+	sourceInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{},
 		labelSelector(strimzi.LabelCluster))
 	_ = sourceInformer.SetTransform(pruneSourceSecret)
-	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, indexBindingController: indexSecretByController},
+	bindingInformer := coreinformers.NewFilteredSecretInformer(kube, ns, 0, cache.Indexers{indexBindingController: indexSecretByController},
 		labelSelector(wellknown.LabelBinding+"="+wellknown.LabelBindingValue))
 	_ = bindingInformer.SetTransform(digestBindingSecret)
 

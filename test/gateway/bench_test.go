@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -27,8 +29,14 @@ import (
 // by kind:
 //
 //	go test -count=1 -run '^$' -bench BenchmarkGateway200Routes -benchtime=1x ./test/gateway/
+//
+// GATEWAY_BENCH_ROUTES changes the number of routes (1000 for the next size, issue 30).
 func BenchmarkGateway200Routes(b *testing.B) {
-	const routes, brokers = 200, 10
+	const brokers = 10
+	routes := 200
+	if v, err := strconv.Atoi(os.Getenv("GATEWAY_BENCH_ROUTES")); err == nil && v > 0 {
+		routes = v
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The shared binary operator would compete with the one measured here.
@@ -85,11 +93,11 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	start := time.Now()
 	for i := range routes {
 		_, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaRoute{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("route-%03d", i)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("route-%04d", i)},
 			Spec: kroxyliciousv1alpha1.KafkaRouteSpec{ParentRefs: []kroxyliciousv1alpha1.KafkaRouteParentReference{{
 				Name:      "gw",
 				Brokers:   []kroxyliciousv1alpha1.BrokerTopology{{AdvertisedBrokerIds: ids}},
-				Hostnames: []kroxyliciousv1alpha1.PercentHostname{kroxyliciousv1alpha1.PercentHostname(fmt.Sprintf("c%03d-%%.svc.cluster.local", i))},
+				Hostnames: []kroxyliciousv1alpha1.PercentHostname{kroxyliciousv1alpha1.PercentHostname(fmt.Sprintf("c%04d-%%.svc.cluster.local", i))},
 				Rules:     []kroxyliciousv1alpha1.KafkaRouteRule{{Name: "r", BackendRefs: []kroxyliciousv1alpha1.BackendReference{{Name: "backend", Port: 9093}}}},
 			}}},
 		}, metav1.CreateOptions{})
@@ -100,7 +108,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	for {
 		gw, err := kl.KroxyliciousV1alpha1().KafkaGateways(ns).Get(ctx, "gw", metav1.GetOptions{})
 		svcs, err2 := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: "kafkalink.io/gateway=gw"})
-		if err == nil && err2 == nil && len(gw.Status.Listeners) == 1 && gw.Status.Listeners[0].AttachedRoutes == routes && len(svcs.Items) == routes*(brokers+1) {
+		if err == nil && err2 == nil && len(gw.Status.Listeners) == 1 && gw.Status.Listeners[0].AttachedRoutes == int32(routes) && len(svcs.Items) == routes*(brokers+1) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -111,9 +119,12 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	programmed := time.Since(start)
 	// Route status is written after the Services; wait for the last route too.
 	for {
-		r, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Get(ctx, fmt.Sprintf("route-%03d", routes-1), metav1.GetOptions{})
+		r, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Get(ctx, fmt.Sprintf("route-%04d", routes-1), metav1.GetOptions{})
 		if err == nil && len(r.Status.Parents) == 1 {
 			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the last route has no status after 10 minutes")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -128,12 +139,12 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	after, _ := cp.Writes(framework.OperatorUser)
 	steady := len(after) - len(before)
 
-	b.ReportMetric(created.Seconds(), "s-create-200-routes")
-	b.ReportMetric(programmed.Seconds(), "s-until-2200-services")
+	b.ReportMetric(created.Seconds(), "s-create-routes")
+	b.ReportMetric(programmed.Seconds(), "s-until-all-services")
 	b.ReportMetric(allStatus.Seconds(), "s-until-all-route-status")
 	b.ReportMetric(float64(steady), "steady-writes/10s")
-	b.Logf("200 routes x 10 brokers: routes created in %s; all 2,200 Services and attachedRoutes=200 after %s; all route status after %s; operator writes while idle for 10s: %d",
-		created.Round(time.Millisecond), programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
+	b.Logf("%d routes x %d brokers: routes created in %s; all %d Services and attachedRoutes=%d after %s; all route status after %s; operator writes while idle for 10s: %d",
+		routes, brokers, created.Round(time.Millisecond), routes*(brokers+1), routes, programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
 	kinds := framework.WritesByKind(writesDone[len(writesBefore):])
 	names := make([]string, 0, len(kinds))
 	for k := range kinds {
@@ -141,7 +152,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		fmt.Printf("  operator writes, 200 routes applied: %-40s %6d (%.2f per route)\n", k, kinds[k], float64(kinds[k])/routes)
+		fmt.Printf("  operator writes, %d routes applied: %-40s %6d (%.2f per route)\n", routes, k, kinds[k], float64(kinds[k])/float64(routes))
 	}
 	if steady != 0 {
 		b.Errorf("the operator wrote %d times while nothing changed", steady)
