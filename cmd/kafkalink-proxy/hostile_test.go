@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
 
@@ -31,6 +33,8 @@ type hostileProxy struct {
 	port, mgmt int
 	roots      *x509.CertPool
 	kfake      *kfake.Cluster
+	// hashed names the brokers of virtual cluster h, whose broker names are the hash mapping's.
+	hashed *config.BrokerNames
 }
 
 func freePorts(t *testing.T, n int) []int {
@@ -68,14 +72,27 @@ func startHostileProxy(t *testing.T) *hostileProxy {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(pemBytes)
+	brokerKey := make([]byte, config.BrokerKeySize)
+	_, _ = rand.Read(brokerKey)
+	brokerKeyFile := filepath.Join(dir, "broker-identity.key")
+	if err := os.WriteFile(brokerKeyFile, brokerKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hashedVC := config.VirtualCluster{BrokerPattern: "h-broker-$(nodeId).test"}
+	hashed, err := config.NewBrokerNames(&hashedVC, brokerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1
 listeners:
 - name: tls
   port: %d
   keyPairs: [{certificateFile: %s, privateKeyFile: %s}]
 virtualClusters:
-- {name: p, listener: tls, bootstrapHost: p-bootstrap.test, brokerPattern: p-broker-$(nodeId).test, targetBootstrap: %q}
-management: {port: %d, metrics: true}
+- {name: p, listener: tls, bootstrapHost: p-bootstrap.test, brokerPattern: p-broker-$(nodeId).test, targetBootstrap: %[4]q}
+- {name: h, listener: tls, bootstrapHost: h-bootstrap.test, brokerPattern: h-broker-$(nodeId).test, targetBootstrap: %[4]q,
+   brokerIdentity: {mapping: hash, keyFile: %[6]s}}
+management: {port: %[5]d, metrics: true}
 limits:
   maxFrameBytes: 1048576
   maxConnections: 60
@@ -85,7 +102,7 @@ limits:
   writeTimeout: 1s
   idleTimeout: 10s
   drainTimeout: 2s
-`, ports[0], certFile, keyFile, kc.ListenAddrs()[0], ports[1])
+`, ports[0], certFile, keyFile, kc.ListenAddrs()[0], ports[1], brokerKeyFile)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -118,7 +135,7 @@ limits:
 			t.Logf("proxy log (tail):\n%s", tail(string(b), 4000))
 		}
 	})
-	p := &hostileProxy{port: ports[0], mgmt: ports[1], roots: roots, kfake: kc}
+	p := &hostileProxy{port: ports[0], mgmt: ports[1], roots: roots, kfake: kc, hashed: hashed}
 	for i := 0; ; i++ {
 		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.mgmt)); err == nil {
 			resp.Body.Close()
@@ -384,6 +401,29 @@ func TestHostileClients(t *testing.T) {
 					t.Fatal("an unknown SNI was served")
 				}
 			}
+		}},
+		{"forged hashed broker names", func(t *testing.T) {
+			// The hash mapping reads a broker's node id back from its SNI: one AES block per
+			// handshake, whatever the client writes. Names of the right shape with tokens the key
+			// did not make, and decimal ones, are refused; the real name is served.
+			forged := []string{"h-broker-0.test", "h-broker-" + strings.Repeat("a", config.BrokerTokenLength) + ".test",
+				"h-broker-" + strings.Repeat("7", config.BrokerTokenLength-1) + ".test", "h-broker-" + strings.Repeat("z", config.BrokerTokenLength+1) + ".test"}
+			for i := range 100 {
+				token := []byte(p.hashed.Token(int32(i)))
+				token[i%len(token)] ^= 1 // one character off the real name
+				forged = append(forged, "h-broker-"+string(token)+".test")
+			}
+			for _, sni := range forged {
+				if c, err := p.dialTLS(t, sni); err == nil {
+					c.Close()
+					t.Fatalf("the forged broker name %s was served", sni)
+				}
+			}
+			c, err := p.dialTLS(t, p.hashed.Host(0))
+			if err != nil {
+				t.Fatalf("the real hashed name of broker 0 was refused: %v", err)
+			}
+			c.Close()
 		}},
 		{"plaintext on the TLS port", func(t *testing.T) {
 			c := p.dialRaw(t, "")
