@@ -100,8 +100,11 @@ func (n *BrokerNames) Match(host string) (int32, bool) {
 		!strings.EqualFold(host[:len(prefix)], prefix) || !strings.EqualFold(host[len(host)-len(suffix):], suffix) {
 		return 0, false
 	}
-	raw, err := brokerTokenEncoding.DecodeString(strings.ToLower(host[len(prefix) : len(prefix)+BrokerTokenLength]))
-	if err != nil || len(raw) != aes.BlockSize {
+	token := strings.ToLower(host[len(prefix) : len(prefix)+BrokerTokenLength])
+	raw, err := brokerTokenEncoding.DecodeString(token)
+	// 26 base32 characters carry 130 bits: the last one's two spare bits are ignored by the
+	// decoder, so four spellings would decode to one block. Only the one Token writes is a name.
+	if err != nil || len(raw) != aes.BlockSize || brokerTokenEncoding.EncodeToString(raw) != token {
 		return 0, false
 	}
 	var plain [aes.BlockSize]byte
