@@ -95,6 +95,10 @@ type RelayOptions struct {
 	// Splice, if set, moves the bulk of large frames the relay only passes on from the
 	// connection it reads to the one it writes (see Splicer). Each direction has its own.
 	Splice Splicer
+	// Queued, if set, runs after each Pending CopyRequests queues: a response side that runs
+	// only while responses are awaited (ResponseRelay) is started from it. Only CopyRequests
+	// runs it.
+	Queued func()
 }
 
 // CopyRequests relays request frames from the client to the broker until the client's side
@@ -167,13 +171,15 @@ func (r *requestRelay) awaitRequest() error {
 func (r *requestRelay) queue(p Pending) error {
 	select {
 	case r.pending <- p:
-		return nil
 	default:
+		if err := r.out.send(); err != nil {
+			return err
+		}
+		r.pending <- p
 	}
-	if err := r.out.send(); err != nil {
-		return err
+	if r.opts.Queued != nil {
+		r.opts.Queued()
 	}
-	r.pending <- p
 	return nil
 }
 
@@ -443,18 +449,57 @@ const maxPooled = 4 << 20
 // Responses of filtered requests (Pending.Filtered) are read whole and go through the filters
 // first.
 func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
-	r := responseRelay{in: &lazyReader{conn: broker}, out: &lazyWriter{conn: client}, opts: opts}
-	r.clock = responseClock{dst: r.out, stats: opts.Stats}
+	rr := NewResponseRelay(broker, client, opts)
 	for {
-		p, ok, err := r.nextPending(pending)
-		if err != nil {
+		closed, err := rr.RelayQueued(pending)
+		if err != nil || closed {
 			return err
 		}
+		p, ok := <-pending
 		if !ok {
-			return r.clock.flush()
+			return nil
 		}
-		if err := r.relayOne(p); err != nil {
+		if err := rr.r.relayOne(p); err != nil {
 			return err
+		}
+	}
+}
+
+// ResponseRelay is CopyResponses in bursts, for a caller that runs the response side only
+// while responses are awaited: nothing comes from a Kafka broker unasked, so between bursts a
+// connection needs no goroutine waiting on the broker. It keeps what one burst leaves to the
+// next (the buffers' state, response timing); one goroutine at a time may use it.
+type ResponseRelay struct {
+	r responseRelay
+}
+
+// NewResponseRelay is the response side of a connection from broker to client.
+func NewResponseRelay(broker io.Reader, client io.Writer, opts RelayOptions) *ResponseRelay {
+	rr := &ResponseRelay{r: responseRelay{in: &lazyReader{conn: broker}, out: &lazyWriter{conn: client}, opts: opts}}
+	rr.r.clock = responseClock{dst: rr.r.out, stats: opts.Stats}
+	return rr
+}
+
+// RelayQueued relays the responses to the Pendings queued in pending, in order, as
+// CopyResponses does. When it finds the queue empty it sends what it wrote, gives its buffers
+// back, and returns false; it returns true once pending is closed and drained.
+func (rr *ResponseRelay) RelayQueued(pending <-chan Pending) (closed bool, err error) {
+	r := &rr.r
+	for {
+		select {
+		case p, ok := <-pending:
+			if !ok {
+				return true, r.clock.flush()
+			}
+			if err := r.relayOne(p); err != nil {
+				return false, err
+			}
+		default:
+			if err := r.clock.flush(); err != nil {
+				return false, err
+			}
+			r.in.release()
+			return false, nil
 		}
 	}
 }
@@ -468,22 +513,6 @@ type responseRelay struct {
 	// wholeFetches: the filters shrank the last Fetch response streamed so much that padding it
 	// costs more than holding the next ones whole (partitionFilter).
 	wholeFetches bool
-}
-
-// nextPending takes the next Pending; when none is queued yet, it first sends what was written
-// and gives the read buffer back if it is empty, so a quiet connection holds neither.
-func (r *responseRelay) nextPending(pending <-chan Pending) (p Pending, ok bool, err error) {
-	select {
-	case p, ok = <-pending:
-		return p, ok, nil
-	default:
-	}
-	if err := r.clock.flush(); err != nil {
-		return Pending{}, false, err
-	}
-	r.in.release()
-	p, ok = <-pending
-	return p, ok, nil
 }
 
 // relayOne writes p's local answer, or relays the broker's response to p.

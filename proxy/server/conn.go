@@ -190,38 +190,42 @@ func (c countingConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// handle routes one accepted connection and relays it until either side ends: the route (by
-// SNI in the TLS handshake, or the plain listener's one), the first request, the upstream
-// connection, then the relay. Each step that fails closes the connection.
-func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) {
+// handle routes one accepted connection: the route (by SNI in the TLS handshake, or the plain
+// listener's one), the first request, the upstream connection. It returns the relay, which
+// runs until either side ends, or nil when a step failed and closed the connection.
+func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) (relay func()) {
 	snap := rt.snap.Load()
 	lim := *s.limits.Load()
 	tuneTCP(c, lim)
 	client, route, nodeID, ok := s.routeConn(ctx, snap, c, plainNodeID, lim)
 	if !ok {
-		return
+		return nil
 	}
 	vc := route.cfg.Name
 	logger := klog.LoggerWithValues(klog.FromContext(ctx), "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
 	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
 	first, ok := s.firstRequest(logger, client, cc, vc, lim)
 	if !ok {
-		return
+		return nil
 	}
 	up, addr, ok := s.upstreamFor(klog.NewContext(ctx, logger), route, nodeID, cc, first, lim)
 	if !ok {
 		client.Close()
-		return
+		return nil
 	}
 	pc := &proxyConn{client: client, upstream: up, vc: vc, state: route.state, filters: route.filters, idle: lim.IdleTimeout.Duration}
-	defer pc.closeNow() // also when the relay panics
 	if !s.register(pc, route) {
-		return
+		pc.closeNow()
+		return nil
 	}
-	defer s.unregister(pc)
-	defer s.Metrics.connectionOpened(vc, nodeID)()
+	closed := s.Metrics.connectionOpened(vc, nodeID)
 	logger.V(2).Info("Connection routed", "upstream", addr)
-	s.relay(logger, pc, route, lim, cc, first)
+	return func() {
+		defer pc.closeNow() // also when the relay panics
+		defer s.unregister(pc)
+		defer closed()
+		s.relay(logger, pc, route, lim, cc, first)
+	}
 }
 
 // tuneTCP sets a client TCP connection's options: no Nagle delay, keepalive, and the user
@@ -363,8 +367,11 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 	closeConn()
 }
 
-// relay runs a routed connection's two sides until either ends: requests on their own goroutine
-// (connRelay.requests), responses on this one.
+// relay runs a routed connection's two sides until the request side ends and the responses in
+// flight are written, or either side fails. The request side runs on this goroutine. Kafka is
+// request/response: nothing comes from the broker while no response is awaited, so the
+// response side runs in bursts, on a goroutine started when a request is queued and ending once
+// no response is awaited. An idle connection holds one goroutine, waiting for its client.
 func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
 	fc := connectionFilters(route, pc.client)
 	if fc != nil {
@@ -377,12 +384,11 @@ func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim co
 	if fc != nil {
 		r.opts.Filters = fc // a nil *filter.Conn would be a non-nil interface
 	}
-	reqDone := make(chan error, 1)
-	go r.requests(first, reqDone)
-	respErr := r.responses()
+	r.resp = r.responseRelay()
+	reqErr := r.requests(first)
+	respErr := r.finishResponses()
 	pc.closeNow()
-	go drainPending(r.pending)
-	s.relayEnded(logger, route.cfg.Name, <-reqDone, respErr)
+	s.relayEnded(logger, route.cfg.Name, reqErr, respErr)
 }
 
 // connRelay is what both sides of one connection's relay share.
@@ -395,22 +401,31 @@ type connRelay struct {
 	wt      time.Duration // the write timeout
 	pending chan kafka.Pending
 	opts    kafka.RelayOptions // what both sides set alike
+
+	resp *kafka.ResponseRelay
+	// respRunning is set while a goroutine runs the response side: the request side starts
+	// one when it queues a request and none runs (startResponses).
+	respRunning atomic.Bool
+	respWG      sync.WaitGroup
+	// respErr is the error the response side failed with; read once respWG is done.
+	respErr error
 }
 
-// requests is the request side's goroutine: the client's requests to the broker, after first.
-// A panic closes the connection; anything but a clean end or a drain ends it at once.
-func (r *connRelay) requests(first []byte, done chan<- error) {
+// requests is the request side: the client's requests to the broker, after first. A panic
+// closes the connection; anything but a clean end or a drain ends it at once.
+func (r *connRelay) requests(first []byte) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.recovered(r.logger, p, r.pc.closeNow)
-			done <- fmt.Errorf("request side panicked: %v", p)
+			err = fmt.Errorf("request side panicked: %v", p)
 		}
 	}()
 	client := &prefixReader{prefix: first, r: boundaryReader{r: r.cc, pc: r.pc}}
 	opts := r.opts
 	opts.BeforeRead = r.pc.beforeRead
+	opts.Queued = r.startResponses
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
-	err := kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
+	err = kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 	switch {
 	case r.pc.stoppedForDrain(err):
 		// Between requests: let the responses in flight finish.
@@ -424,12 +439,59 @@ func (r *connRelay) requests(first []byte, done chan<- error) {
 	if !errors.Is(err, errDraining) && !errors.Is(err, errExpired) && !errors.Is(err, io.EOF) {
 		r.pc.closeNow()
 	}
-	done <- err
+	return err
 }
 
-// responses relays the broker's responses to the client, rewriting broker addresses, until
-// either side ends; a panic closes the connection.
-func (r *connRelay) responses() (err error) {
+// responseRelay is the response side: the broker's responses to the client, broker addresses
+// rewritten.
+func (r *connRelay) responseRelay() *kafka.ResponseRelay {
+	l := r.route.listener
+	port := func(int32) int32 { return r.route.cfg.Port(&l) }
+	if !l.TLS() {
+		port = func(id int32) int32 { return l.PortPerBroker.FirstBrokerPort + id }
+	}
+	opts := r.opts
+	opts.Addresses = r.s.addressMap(r.route, r.pc.state, port)
+	opts.Splice = splicerFor(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
+	return kafka.NewResponseRelay(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), opts)
+}
+
+// startResponses starts the response side's goroutine unless one runs: the request side calls
+// it after queuing each request.
+func (r *connRelay) startResponses() {
+	if r.respRunning.CompareAndSwap(false, true) {
+		r.respWG.Add(1)
+		go r.responses()
+	}
+}
+
+// responses is one burst of the response side: it relays responses until none is awaited.
+// It then ends, unless a request was queued while it was ending, which it takes on: the request
+// side started no goroutine, for one was running. A response side that fails closes the
+// connection and takes requests off the queue until the request side has ended, so the
+// request side never waits for room.
+func (r *connRelay) responses() {
+	defer r.respWG.Done()
+	for {
+		closed, err := r.relayResponses()
+		if err != nil {
+			r.respErr = err
+			r.pc.closeNow()
+			drainPending(r.pending)
+			return
+		}
+		if closed {
+			return
+		}
+		r.respRunning.Store(false)
+		if len(r.pending) == 0 || !r.respRunning.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// relayResponses relays the responses queued; a panic closes the connection.
+func (r *connRelay) relayResponses() (closed bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.recovered(r.logger, p, r.pc.closeNow)
@@ -439,15 +501,19 @@ func (r *connRelay) responses() (err error) {
 	if h := panicHook.Load(); h != nil {
 		(*h)("responses")
 	}
-	l := r.route.listener
-	port := func(int32) int32 { return r.route.cfg.Port(&l) }
-	if !l.TLS() {
-		port = func(id int32) int32 { return l.PortPerBroker.FirstBrokerPort + id }
+	return r.resp.RelayQueued(r.pending)
+}
+
+// finishResponses, once the request side ended (and closed the queue), relays the responses
+// still awaited, on this goroutine unless a burst runs already, and returns the response
+// side's error.
+func (r *connRelay) finishResponses() error {
+	if r.respRunning.CompareAndSwap(false, true) {
+		r.respWG.Add(1)
+		r.responses()
 	}
-	opts := r.opts
-	opts.Addresses = r.s.addressMap(r.route, r.pc.state, port)
-	opts.Splice = splicerFor(r.pc.upstream, r.pc.client, r.wt, r.cc.out, nil)
-	return kafka.CopyResponses(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), r.pending, opts)
+	r.respWG.Wait()
+	return r.respErr
 }
 
 // drainPending unblocks a request side that waits for room once responses stopped.

@@ -478,17 +478,38 @@ func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nod
 	}
 }
 
-// serveConn is one accepted connection's goroutine: it handles the connection and, when that
-// ends or panics, gives back the connection's place in the limits.
+// serveConn is one accepted connection's goroutine: it routes the connection (handle) and
+// starts its relay on a goroutine of its own, then ends. The relay's goroutine is the one an
+// idle connection keeps, and it starts with a small stack, where this one's grew large in the
+// TLS handshake (the runtime halves a stack only while a quarter of it is unused). When the
+// connection ends, or either goroutine panics, its place in the limits is given back.
 func (s *Server) serveConn(ctx context.Context, rt *listenerRT, c net.Conn, src netip.Addr, nodeID int32) {
-	defer s.connCount.Add(-1)
-	defer s.sources.release(src)
+	var relay func()
+	s.recovering(ctx, c, func() { relay = s.handle(ctx, rt, c, nodeID) })
+	if relay == nil {
+		s.connEnded(src)
+		return
+	}
+	go func() {
+		defer s.connEnded(src)
+		s.recovering(ctx, c, relay)
+	}()
+}
+
+// recovering runs f; a panic closes c, and only c.
+func (s *Server) recovering(ctx context.Context, c net.Conn, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.recovered(klog.FromContext(ctx), r, func() { c.Close() })
 		}
 	}()
-	s.handle(ctx, rt, c, nodeID)
+	f()
+}
+
+// connEnded gives an ended connection's place in the limits back.
+func (s *Server) connEnded(src netip.Addr) {
+	s.sources.release(src)
+	s.connCount.Add(-1)
 }
 
 // admit counts a new connection from src, or returns why it is refused: the proxy drains, or
