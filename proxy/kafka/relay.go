@@ -109,12 +109,51 @@ type RelayOptions struct {
 // returns.
 func CopyRequests(client io.Reader, broker io.Writer, pending chan<- Pending, opts RelayOptions) error {
 	defer close(pending)
-	r := requestRelay{in: &lazyReader{conn: client}, out: &lazyWriter{conn: broker}, pending: pending, opts: opts}
+	rr := NewRequestRelay(client, broker, pending, opts)
 	for {
+		if err := rr.RelayBuffered(); err != nil {
+			return err
+		}
+		if err := rr.Wait(); err != nil {
+			return err
+		}
+	}
+}
+
+// RequestRelay is CopyRequests in steps, for a caller that chooses where the wait for the
+// client's next request happens: the goroutine an idle connection keeps waits there, and its
+// stack stays small if nothing deeper ever runs on it. Its caller closes pending.
+type RequestRelay struct {
+	r requestRelay
+}
+
+// NewRequestRelay is the request side of a connection from client to broker.
+func NewRequestRelay(client io.Reader, broker io.Writer, pending chan<- Pending, opts RelayOptions) *RequestRelay {
+	return &RequestRelay{r: requestRelay{in: &lazyReader{conn: client}, out: &lazyWriter{conn: broker}, pending: pending, opts: opts}}
+}
+
+// RelayBuffered relays the requests whose first bytes have been read, reading the rest of each
+// as needed, until none is left: then it sends on what it forwarded, holding no pooled buffer,
+// and runs BeforeRead. Wait comes next.
+func (rr *RequestRelay) RelayBuffered() error {
+	r := &rr.r
+	for r.in.buffered() > 0 {
 		if err := r.relayOne(); err != nil {
 			return err
 		}
 	}
+	if err := r.out.flush(); err != nil {
+		return err
+	}
+	if r.opts.BeforeRead != nil {
+		return r.opts.BeforeRead()
+	}
+	return nil
+}
+
+// Wait waits for the client's next bytes, holding no pooled buffer.
+func (rr *RequestRelay) Wait() error {
+	return rr.r.in.waitForBytes()
 }
 
 // requestRelay is the state CopyRequests keeps from one request to the next.
@@ -125,13 +164,8 @@ type requestRelay struct {
 	opts    RelayOptions
 }
 
-// relayOne waits for the next request if none is buffered, and relays it.
+// relayOne relays the request whose first bytes are buffered.
 func (r *requestRelay) relayOne() error {
-	if r.in.buffered() == 0 {
-		if err := r.awaitRequest(); err != nil {
-			return err
-		}
-	}
 	src, dst := r.in.reader(), r.out.writer()
 	p, total, err := readRequestHeader(src, r.opts.MaxFrame)
 	if err != nil {
@@ -149,20 +183,6 @@ func (r *requestRelay) relayOne() error {
 		return err
 	}
 	return r.forward(src, dst, p, total, respond)
-}
-
-// awaitRequest sends on what was forwarded, then waits for the client's next bytes holding no
-// pooled buffer.
-func (r *requestRelay) awaitRequest() error {
-	if err := r.out.flush(); err != nil {
-		return err
-	}
-	if r.opts.BeforeRead != nil {
-		if err := r.opts.BeforeRead(); err != nil {
-			return err
-		}
-	}
-	return r.in.waitForBytes()
 }
 
 // queue hands p to the response side. When the queue is full the client pipelines more

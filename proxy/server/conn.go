@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -25,8 +26,9 @@ import (
 // maxPending bounds requests in flight per connection; a client pipelining more waits (the
 // request side stops reading until a response went out). A broker handles one request of a
 // connection at a time, so a deeper queue gains nothing, and every connection, idle or not,
-// holds the queue's buffer: 32 × 64 bytes (it was 1,024 requests, 64 KiB of heap each).
-const maxPending = 32
+// holds the queue's buffer: 16 × 64 bytes (it was 1,024 requests, 64 KiB of heap each, then
+// 32).
+const maxPending = 16
 
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")
@@ -191,9 +193,9 @@ func (c countingConn) Write(b []byte) (int, error) {
 }
 
 // handle routes one accepted connection: the route (by SNI in the TLS handshake, or the plain
-// listener's one), the first request, the upstream connection. It returns the relay, which
-// runs until either side ends, or nil when a step failed and closed the connection.
-func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) (relay func()) {
+// listener's one), the first request, the upstream connection. It returns the connection's
+// relay, to run until either side ends, or nil when a step failed and closed the connection.
+func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNodeID int32) *connRelay {
 	snap := rt.snap.Load()
 	lim := *s.limits.Load()
 	tuneTCP(c, lim)
@@ -220,12 +222,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	}
 	closed := s.Metrics.connectionOpened(vc, nodeID)
 	logger.V(2).Info("Connection routed", "upstream", addr)
-	return func() {
-		defer pc.closeNow() // also when the relay panics
-		defer s.unregister(pc)
-		defer closed()
-		s.relay(logger, pc, route, lim, cc, first)
-	}
+	return s.newRelay(logger, pc, route, lim, cc, first, closed)
 }
 
 // tuneTCP sets a client TCP connection's options: no Nagle delay, keepalive, and the user
@@ -367,28 +364,23 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 	closeConn()
 }
 
-// relay runs a routed connection's two sides until the request side ends and the responses in
-// flight are written, or either side fails. The request side runs on this goroutine. Kafka is
-// request/response: nothing comes from the broker while no response is awaited, so the
-// response side runs in bursts, on a goroutine started when a request is queued and ending once
-// no response is awaited. An idle connection holds one goroutine, waiting for its client.
-func (s *Server) relay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte) {
-	fc := connectionFilters(route, pc.client)
-	if fc != nil {
-		pc.expires = fc.Expires
-		defer fc.End()
-	}
-	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration,
+// newRelay is a routed connection's relay (run) with its two sides: the request side runs on
+// the relay's goroutine. Kafka is request/response: nothing comes from the broker while no
+// response is awaited, so the response side runs in bursts, on a goroutine started when a
+// request is queued and ending once no response is awaited. An idle connection holds one
+// goroutine, waiting for its client.
+func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
+	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
 		pending: make(chan kafka.Pending, maxPending),
 		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name)}}
-	if fc != nil {
+	if fc := connectionFilters(route, pc.client); fc != nil {
+		pc.expires = fc.Expires
+		r.fc = fc
 		r.opts.Filters = fc // a nil *filter.Conn would be a non-nil interface
 	}
+	r.reqs = r.requestRelay(first)
 	r.resp = r.responseRelay()
-	reqErr := r.requests(first)
-	respErr := r.finishResponses()
-	pc.closeNow()
-	s.relayEnded(logger, route.cfg.Name, reqErr, respErr)
+	return r
 }
 
 // connRelay is what both sides of one connection's relay share.
@@ -401,7 +393,10 @@ type connRelay struct {
 	wt      time.Duration // the write timeout
 	pending chan kafka.Pending
 	opts    kafka.RelayOptions // what both sides set alike
+	fc      *filter.Conn       // the connection's filters; nil without
+	closed  func()             // counts the connection closed (connectionOpened)
 
+	reqs *kafka.RequestRelay
 	resp *kafka.ResponseRelay
 	// respRunning is set while a goroutine runs the response side: the request side starts
 	// one when it queues a request and none runs (startResponses).
@@ -411,21 +406,46 @@ type connRelay struct {
 	respErr error
 }
 
-// requests is the request side: the client's requests to the broker, after first. A panic
-// closes the connection; anything but a clean end or a drain ends it at once.
-func (r *connRelay) requests(first []byte) (err error) {
+// run is the relay's goroutine: the request side, then the responses still in flight, then
+// the connection's end. It is kept shallow, for its stack is the one an idle connection holds:
+// the wait for the client's next request is three calls below it (requests, Wait, and the
+// reads), and the runtime grows a stack for the deepest call it ever made.
+func (r *connRelay) run(src netip.Addr) {
+	s, pc := r.s, r.pc
+	defer s.connEnded(src)
+	defer func() {
+		if p := recover(); p != nil {
+			s.recovered(r.logger, p, pc.closeNow)
+		}
+	}()
+	defer pc.closeNow()
+	defer s.unregister(pc)
+	defer r.closed()
+	if r.fc != nil {
+		defer r.fc.End()
+	}
+	reqErr := r.requests()
+	respErr := r.finishResponses()
+	pc.closeNow()
+	s.relayEnded(r.logger, r.route.cfg.Name, reqErr, respErr)
+}
+
+// requests is the request side: the client's requests to the broker, after the first. It
+// closes the queue when it ends. A panic closes the connection; anything but a clean end or a
+// drain ends it at once.
+func (r *connRelay) requests() (err error) {
+	defer close(r.pending)
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.recovered(r.logger, p, r.pc.closeNow)
 			err = fmt.Errorf("request side panicked: %v", p)
 		}
 	}()
-	client := &prefixReader{prefix: first, r: boundaryReader{r: r.cc, pc: r.pc}}
-	opts := r.opts
-	opts.BeforeRead = r.pc.beforeRead
-	opts.Queued = r.startResponses
-	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
-	err = kafka.CopyRequests(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
+	for err == nil {
+		if err = r.reqs.RelayBuffered(); err == nil {
+			err = r.reqs.Wait()
+		}
+	}
 	switch {
 	case r.pc.stoppedForDrain(err):
 		// Between requests: let the responses in flight finish.
@@ -440,6 +460,17 @@ func (r *connRelay) requests(first []byte) (err error) {
 		r.pc.closeNow()
 	}
 	return err
+}
+
+// requestRelay is the request side's relay, from the first request (read before the relay
+// starts) on.
+func (r *connRelay) requestRelay(first []byte) *kafka.RequestRelay {
+	client := &prefixReader{prefix: first, r: boundaryReader{r: r.cc, pc: r.pc}}
+	opts := r.opts
+	opts.BeforeRead = r.pc.beforeRead
+	opts.Queued = r.startResponses
+	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	return kafka.NewRequestRelay(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 }
 
 // responseRelay is the response side: the broker's responses to the client, broker addresses

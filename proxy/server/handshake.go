@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -74,13 +75,38 @@ func (s *Server) matchSNI(logger klog.Logger, snap *snapshot, c net.Conn, hello 
 		}
 		return nil, fmt.Errorf("no certificate for %q", hello.ServerName)
 	}
+	m.route, m.nodeID = r, id
+	return snap.tlsConfig(cert, time.Now()), nil
+}
+
+// tlsConfigs shares the TLS settings of a listener's connections: one tls.Config per
+// certificate and session ticket period. A tls.Conn keeps its config for its life, and one
+// built per handshake cost every connection about 1 KiB of heap.
+type tlsConfigs struct {
+	mu     sync.Mutex
+	period int64
+	byCert map[*tls.Certificate]*tls.Config
+}
+
+// tlsConfig is the config that answers a ClientHello with cert: the listener's TLS parameters,
+// session ticket keys for now and client CAs.
+func (snap *snapshot) tlsConfig(cert *tls.Certificate, now time.Time) *tls.Config {
+	c := &snap.configs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if period := ticketPeriod(now); c.byCert == nil || period != c.period {
+		c.period, c.byCert = period, map[*tls.Certificate]*tls.Config{}
+	}
+	if cfg, ok := c.byCert[cert]; ok {
+		return cfg
+	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{*cert}}
 	snap.params.Apply(cfg)
-	cfg.SetSessionTicketKeys(sessionTicketKeys(snap.ticketSeed, time.Now()))
+	cfg.SetSessionTicketKeys(sessionTicketKeys(snap.ticketSeed, now))
 	if snap.clientCAs != nil {
 		cfg.ClientCAs = snap.clientCAs
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	m.route, m.nodeID = r, id
-	return cfg, nil
+	c.byCert[cert] = cfg
+	return cfg
 }

@@ -118,6 +118,8 @@ type snapshot struct {
 	byBootstrap, byPattern map[string]*vcRoute
 	// ticketSeed keys this listener's session tickets (see sessionTicketKeys).
 	ticketSeed [32]byte
+	// configs are the TLS settings handshakes answer with, shared by connections.
+	configs tlsConfigs
 }
 
 // vcRoute is one served virtual cluster on a listener.
@@ -386,7 +388,7 @@ const ticketRotation = 24 * time.Hour
 // first (it encrypts), the previous period's second. Every connection shares them, so sessions
 // resume; a new process starts with a new secret.
 func sessionTicketKeys(seed [32]byte, now time.Time) [][32]byte {
-	period := now.Unix() / int64(ticketRotation/time.Second)
+	period := ticketPeriod(now)
 	keys := make([][32]byte, 2)
 	for i := range keys {
 		h := sha256.New()
@@ -397,6 +399,11 @@ func sessionTicketKeys(seed [32]byte, now time.Time) [][32]byte {
 		copy(keys[i][:], h.Sum(nil))
 	}
 	return keys
+}
+
+// ticketPeriod numbers the session ticket period of now.
+func ticketPeriod(now time.Time) int64 {
+	return now.Unix() / int64(ticketRotation/time.Second)
 }
 
 // loadErr records a part of the configuration that failed to load and is left out (or kept at
@@ -478,22 +485,19 @@ func (s *Server) serve(ctx context.Context, rt *listenerRT, ln net.Listener, nod
 	}
 }
 
-// serveConn is one accepted connection's goroutine: it routes the connection (handle) and
-// starts its relay on a goroutine of its own, then ends. The relay's goroutine is the one an
-// idle connection keeps, and it starts with a small stack, where this one's grew large in the
-// TLS handshake (the runtime halves a stack only while a quarter of it is unused). When the
+// serveConn is one accepted connection's goroutine: it routes the connection (handle), starts
+// its relay on a goroutine of its own, and ends. The relay's goroutine is the one an idle
+// connection keeps, and it starts with a small stack, where this one's grew in the TLS
+// handshake (the runtime halves a stack only while three quarters of it are unused). When the
 // connection ends, or either goroutine panics, its place in the limits is given back.
 func (s *Server) serveConn(ctx context.Context, rt *listenerRT, c net.Conn, src netip.Addr, nodeID int32) {
-	var relay func()
-	s.recovering(ctx, c, func() { relay = s.handle(ctx, rt, c, nodeID) })
-	if relay == nil {
+	var r *connRelay
+	s.recovering(ctx, c, func() { r = s.handle(ctx, rt, c, nodeID) })
+	if r == nil {
 		s.connEnded(src)
 		return
 	}
-	go func() {
-		defer s.connEnded(src)
-		s.recovering(ctx, c, relay)
-	}()
+	go r.run(src)
 }
 
 // recovering runs f; a panic closes c, and only c.
