@@ -479,7 +479,7 @@ func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, o
 		if !ok {
 			return nil
 		}
-		if err := rr.r.relayOne(p); err != nil {
+		if err := rr.Relay(p); err != nil {
 			return err
 		}
 	}
@@ -500,6 +500,22 @@ func NewResponseRelay(broker io.Reader, client io.Writer, opts RelayOptions) *Re
 	return rr
 }
 
+// Wake is a Pending that asks for no response: the relay skips it. A caller sends it to wake a
+// response side that waits on the queue.
+var Wake = Pending{Key: -1}
+
+// IsWake reports whether p is Wake.
+func IsWake(p Pending) bool { return p.Key == Wake.Key }
+
+// Relay relays the response to p (nothing for Wake), and leaves it buffered: RelayQueued sends
+// it once the queue is empty.
+func (rr *ResponseRelay) Relay(p Pending) error {
+	if IsWake(p) {
+		return nil
+	}
+	return rr.r.relayOne(p)
+}
+
 // RelayQueued relays the responses to the Pendings queued in pending, in order, as
 // CopyResponses does. When it finds the queue empty it sends what it wrote, gives its buffers
 // back, and returns false; it returns true once pending is closed and drained.
@@ -511,7 +527,7 @@ func (rr *ResponseRelay) RelayQueued(pending <-chan Pending) (closed bool, err e
 			if !ok {
 				return true, r.clock.flush()
 			}
-			if err := r.relayOne(p); err != nil {
+			if err := rr.Relay(p); err != nil {
 				return false, err
 			}
 		default:

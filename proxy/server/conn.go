@@ -61,6 +61,9 @@ type proxyConn struct {
 	// deadline is the read deadline beforeRead set last (zero: none); a request whose first
 	// bytes arrived as a drain began gets it back (requestStarted).
 	deadline time.Time
+
+	// relay is the connection's relay once it is set up.
+	relay atomic.Pointer[connRelay]
 }
 
 // beforeRead refreshes the idle deadline before the proxy waits for the next request, and
@@ -380,6 +383,7 @@ func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim
 	}
 	r.reqs = r.requestRelay(first)
 	r.resp = r.responseRelay()
+	pc.relay.Store(r)
 	return r
 }
 
@@ -401,7 +405,9 @@ type connRelay struct {
 	// respRunning is set while a goroutine runs the response side: the request side starts
 	// one when it queues a request and none runs (startResponses).
 	respRunning atomic.Bool
-	respWG      sync.WaitGroup
+	// active is set when a request is queued, cleared by endIfIdle.
+	active atomic.Bool
+	respWG sync.WaitGroup
 	// respErr is the error the response side failed with; read once respWG is done.
 	respErr error
 }
@@ -488,30 +494,35 @@ func (r *connRelay) responseRelay() *kafka.ResponseRelay {
 }
 
 // startResponses starts the response side's goroutine unless one runs: the request side calls
-// it after queuing each request.
+// it after queuing each request, and marks the connection active.
 func (r *connRelay) startResponses() {
+	if !r.active.Load() {
+		r.active.Store(true)
+	}
 	if r.respRunning.CompareAndSwap(false, true) {
 		r.respWG.Add(1)
 		go r.responses()
 	}
 }
 
-// responses is one burst of the response side: it relays responses until none is awaited.
-// It then ends, unless a request was queued while it was ending, which it takes on: the request
-// side started no goroutine, for one was running. A response side that fails closes the
-// connection and takes requests off the queue until the request side has ended, so the
-// request side never waits for room.
+// responses is the response side's goroutine. Between responses it waits on the queue, as long
+// as the connection is active: starting a goroutine for each request would cost more than
+// waking one, for a new goroutine's small stack grows again on every response. Once a whole
+// lingerPeriod passed without a request, endIfIdle wakes it and it ends, unless a request was
+// queued meanwhile: then it takes that on, for the request side started no goroutine while one
+// ran. A response side that fails closes the connection and takes requests off the queue until
+// the request side has ended, so the request side never waits for room.
 func (r *connRelay) responses() {
 	defer r.respWG.Done()
 	for {
-		closed, err := r.relayResponses()
+		ended, err := r.relayResponses()
 		if err != nil {
 			r.respErr = err
 			r.pc.closeNow()
 			drainPending(r.pending)
 			return
 		}
-		if closed {
+		if ended {
 			return
 		}
 		r.respRunning.Store(false)
@@ -521,8 +532,10 @@ func (r *connRelay) responses() {
 	}
 }
 
-// relayResponses relays the responses queued; a panic closes the connection.
-func (r *connRelay) relayResponses() (closed bool, err error) {
+// relayResponses relays the responses queued, then waits for the next request while the
+// connection is active. ended: the queue is closed and every response relayed. A panic closes
+// the connection.
+func (r *connRelay) relayResponses() (ended bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.recovered(r.logger, p, r.pc.closeNow)
@@ -532,7 +545,37 @@ func (r *connRelay) relayResponses() (closed bool, err error) {
 	if h := panicHook.Load(); h != nil {
 		(*h)("responses")
 	}
-	return r.resp.RelayQueued(r.pending)
+	for {
+		if closed, err := r.resp.RelayQueued(r.pending); closed || err != nil {
+			return closed, err
+		}
+		p, ok := <-r.pending
+		if !ok {
+			return true, nil // what was relayed is sent: RelayQueued found the queue empty
+		}
+		if kafka.IsWake(p) && !r.active.Load() {
+			return false, nil
+		}
+		if err := r.resp.Relay(p); err != nil {
+			return false, err
+		}
+	}
+}
+
+// lingerPeriod is how often endIfIdle runs: a connection's response side ends between one and
+// two periods after its last request.
+const lingerPeriod = 250 * time.Millisecond
+
+// endIfIdle ends the response side of a connection that queued no request since the last
+// call: a full lingerPeriod. The server calls it every lingerPeriod, for every connection.
+func (r *connRelay) endIfIdle() {
+	if !r.respRunning.Load() || r.active.Swap(false) {
+		return
+	}
+	select {
+	case r.pending <- kafka.Wake:
+	default: // full: the response side is busy
+	}
 }
 
 // finishResponses, once the request side ended (and closed the queue), relays the responses

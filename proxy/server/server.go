@@ -312,12 +312,28 @@ func (s *Server) Run(ctx context.Context) error {
 
 	t := time.NewTicker(s.opts.PollInterval)
 	defer t.Stop()
+	linger := time.NewTicker(lingerPeriod)
+	defer linger.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return s.shutdown(logger)
 		case <-t.C:
 			s.reloadIfChanged(ctx)
+		case <-linger.C:
+			s.endIdleResponses()
+		}
+	}
+}
+
+// endIdleResponses ends the response side's goroutine of every connection idle for a
+// lingerPeriod (connRelay.endIfIdle): an idle connection holds one goroutine.
+func (s *Server) endIdleResponses() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for pc := range s.conns {
+		if r := pc.relay.Load(); r != nil {
+			r.endIfIdle()
 		}
 	}
 }
