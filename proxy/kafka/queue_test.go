@@ -81,3 +81,26 @@ func relayErr(done <-chan error) error {
 		return nil
 	}
 }
+
+// TestResponseRelayInBursts: RelayQueued relays what is queued and returns when the queue is
+// empty, with every response sent; Wake asks for nothing and is skipped; the next burst goes on
+// where the last ended, until the queue is closed.
+func TestResponseRelayInBursts(t *testing.T) {
+	var client bytes.Buffer
+	rr := NewResponseRelay(bytes.NewReader(nil), &client, RelayOptions{MaxFrame: 1 << 20})
+	pending := make(chan Pending, 4)
+	pending <- Pending{Local: []byte("a")}
+	pending <- Wake
+	pending <- Pending{Local: []byte("b")}
+	closed, err := rr.RelayQueued(pending)
+	if err != nil || closed || client.String() != "ab" {
+		t.Fatalf("first burst: closed %v, err %v, client got %q; want false, nil, \"ab\"", closed, err, client.String())
+	}
+	pending <- Wake
+	pending <- Pending{Local: []byte("c")}
+	close(pending)
+	closed, err = rr.RelayQueued(pending)
+	if err != nil || !closed || client.String() != "abc" {
+		t.Fatalf("last burst: closed %v, err %v, client got %q; want true, nil, \"abc\"", closed, err, client.String())
+	}
+}

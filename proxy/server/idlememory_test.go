@@ -3,7 +3,9 @@ package server
 import (
 	"net"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -59,4 +61,70 @@ func liveHeap() int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse)
+}
+
+// TestIdleConnectionHoldsOneGoroutine: a connection whose client sent nothing for a
+// lingerPeriod holds one goroutine (the relay's, waiting for the client); its response side
+// ends, and starts again with the next request.
+func TestIdleConnectionHoldsOneGoroutine(t *testing.T) {
+	_, pc, pki := simpleProxy(t, "")
+	const n = 20
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	exchange := func(c net.Conn, corr int32) {
+		t.Helper()
+		rawRequest(t, c, kmsg.NewPtrApiVersionsRequest(), corr)
+		if _, err := readFrame(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		c := dialTLS(t, pc, pki, "a-bootstrap.kafka.test")
+		conns = append(conns, c)
+		exchange(c, int32(i))
+	}
+	for round := range 2 {
+		var relays, responses int
+		// The response sides end between one and two lingerPeriods after the last request.
+		for range 200 {
+			relays, responses = relayGoroutines()
+			if responses == 0 {
+				break
+			}
+			time.Sleep(lingerPeriod / 10)
+		}
+		if relays != n || responses != 0 {
+			t.Fatalf("round %d: %d relay and %d response goroutines for %d idle connections, want %d and 0", round, relays, responses, n, n)
+		}
+		for i, c := range conns {
+			exchange(c, int32(n*(round+1)+i))
+		}
+	}
+}
+
+// relayGoroutines counts the goroutines running a connection's relay (and its request side)
+// and a response side.
+func relayGoroutines() (relays, responses int) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, ".(*connRelay).responses("):
+			responses++
+		case strings.Contains(g, ".(*connRelay).run("):
+			relays++
+		}
+	}
+	return relays, responses
 }
