@@ -407,7 +407,10 @@ type connRelay struct {
 	respRunning atomic.Bool
 	// active is set when a request is queued, cleared by endIfIdle.
 	active atomic.Bool
-	respWG sync.WaitGroup
+	// queueMu orders endIfIdle's Wake before the request side's close of the queue.
+	queueMu     sync.Mutex
+	queueClosed bool
+	respWG      sync.WaitGroup
 	// respErr is the error the response side failed with; read once respWG is done.
 	respErr error
 }
@@ -440,7 +443,7 @@ func (r *connRelay) run(src netip.Addr) {
 // closes the queue when it ends. A panic closes the connection; anything but a clean end or a
 // drain ends it at once.
 func (r *connRelay) requests() (err error) {
-	defer close(r.pending)
+	defer r.closeQueue()
 	defer func() {
 		if p := recover(); p != nil {
 			r.s.recovered(r.logger, p, r.pc.closeNow)
@@ -572,10 +575,23 @@ func (r *connRelay) endIfIdle() {
 	if !r.respRunning.Load() || r.active.Swap(false) {
 		return
 	}
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
+	if r.queueClosed {
+		return
+	}
 	select {
 	case r.pending <- kafka.Wake:
 	default: // full: the response side is busy
 	}
+}
+
+// closeQueue closes the queue once the request side ended.
+func (r *connRelay) closeQueue() {
+	r.queueMu.Lock()
+	defer r.queueMu.Unlock()
+	r.queueClosed = true
+	close(r.pending)
 }
 
 // finishResponses, once the request side ended (and closed the queue), relays the responses
