@@ -369,9 +369,10 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 
 // newRelay is a routed connection's relay (run) with its two sides: the request side runs on
 // the relay's goroutine. Kafka is request/response: nothing comes from the broker while no
-// response is awaited, so the response side runs in bursts, on a goroutine started when a
-// request is queued and ending once no response is awaited. An idle connection holds one
-// goroutine, waiting for its client.
+// response is awaited, so the response side has a goroutine only while the connection is
+// active: started when a request is queued and none runs, ended a lingerPeriod or two after
+// the last request (responses). An idle connection holds one goroutine, waiting for its
+// client.
 func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
 	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
 		pending: make(chan kafka.Pending, maxPending),
