@@ -51,14 +51,13 @@ func smallProducers(run smallRun, plain, tlsK *kfake.Cluster, h *hops, roots *x5
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	rates, p99s := make([]float64, len(targets)), make([]float64, len(targets))
 	for i, t := range targets {
-		hop0 := procstat.CPU(t.hop)
-		rate, lat, err := runSmall(t, n, d, frame)
+		rate, lat, hopUsed, err := runSmall(t, n, d, frame)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 		hopCPU := "-"
 		if t.hop != 0 {
-			hopCPU = fmt.Sprintf("%.1f", float64((procstat.CPU(t.hop)-hop0).Microseconds())/float64(len(lat)))
+			hopCPU = fmt.Sprintf("%.1f", float64(hopUsed.Microseconds())/float64(len(lat)))
 		}
 		rates[i], p99s[i] = rate, lat[len(lat)*99/100]
 		fmt.Printf("| %s | %.0f | %s | %.0f%% | %.0f | %.0f | %+.0f | %s |\n", t.name, rate, targets[t.base].name,
@@ -101,18 +100,20 @@ func smallTargets(plain, tlsK *kfake.Cluster, h *hops, roots *x509.CertPool) ([]
 	}, nil
 }
 
-// runSmall runs n producers against one target and returns requests per second and every
-// request's latency in µs, sorted.
-func runSmall(t smallTarget, n int, d time.Duration, frame []byte) (float64, []float64, error) {
+// runSmall runs n producers against one target and returns requests per second, every
+// request's latency in µs, sorted, and the CPU time the hop (t.hop) used meanwhile: from when
+// every connection is open, so it is the requests' and not the TLS handshakes'.
+func runSmall(t smallTarget, n int, d time.Duration, frame []byte) (float64, []float64, time.Duration, error) {
 	conns := make([]net.Conn, n)
 	for i := range conns {
 		c, err := t.dial()
 		if err != nil {
-			return 0, nil, fmt.Errorf("connection %d: %w", i+1, err)
+			return 0, nil, 0, fmt.Errorf("connection %d: %w", i+1, err)
 		}
 		defer c.Close()
 		conns[i] = c
 	}
+	hop0 := procstat.CPU(t.hop)
 	var mu sync.Mutex
 	var all []float64
 	var firstErr error
@@ -130,14 +131,15 @@ func runSmall(t smallTarget, n int, d time.Duration, frame []byte) (float64, []f
 		})
 	}
 	wg.Wait()
+	hopUsed := procstat.CPU(t.hop) - hop0
 	if firstErr != nil {
-		return 0, nil, firstErr
+		return 0, nil, 0, firstErr
 	}
 	if len(all) == 0 {
-		return 0, nil, fmt.Errorf("no request completed")
+		return 0, nil, 0, fmt.Errorf("no request completed")
 	}
 	sort.Float64s(all)
-	return float64(len(all)) / time.Since(start).Seconds(), all, nil
+	return float64(len(all)) / time.Since(start).Seconds(), all, hopUsed, nil
 }
 
 // produceLoop sends the frame and reads its response until the deadline; it returns each
