@@ -72,8 +72,8 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 	}
 	fmt.Printf("\nIdle connections (TLS, one ApiVersions each), kafkalink-proxy as its own process, read after two forced GCs; per connection = growth over the idle proxy (RSS %.1f MiB, heap %.1f MiB, %d goroutines):\n\n",
 		base[vmRSS]/(1<<20), base[heapInuse]/(1<<20), int(base["go_goroutines"]))
-	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | stacks KiB per connection | goroutines per connection |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Println("| connections | RSS MiB | Go heap MiB | goroutines | RSS KiB per connection | heap KiB per connection | stacks KiB per connection | freed, kept KiB per connection | goroutines per connection |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -98,8 +98,10 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 			}
 		}
 		per := func(k string) float64 { return (m[k] - base[k]) / 1024 / float64(n) }
-		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.2f |\n", n, m[vmRSS]/(1<<20), m[heapInuse]/(1<<20), int(m["go_goroutines"]),
-			per(vmRSS), per(heapInuse), per("go_memstats_stack_inuse_bytes"), per("go_goroutines")*1024)
+		// Freed and kept: heap pages the runtime freed and has not given back to the kernel yet.
+		m[freedKept], base[freedKept] = m[heapIdle]-m[heapReleased], base[heapIdle]-base[heapReleased]
+		fmt.Printf("| %d | %.1f | %.1f | %d | %.1f | %.1f | %.1f | %.1f | %.2f |\n", n, m[vmRSS]/(1<<20), m[heapInuse]/(1<<20), int(m["go_goroutines"]),
+			per(vmRSS), per(heapInuse), per("go_memstats_stack_inuse_bytes"), per(freedKept), per("go_goroutines")*1024)
 	}
 	return nil
 }
@@ -107,6 +109,9 @@ limits: {maxConnections: 20000, maxConnectionsPerSource: 20000, handshakesPerSec
 // The memory figures of the idle table: the proxy's VmRSS (/proc/<pid>/status) and its heap's
 // spans in use.
 const vmRSS, heapInuse = "VmRSS", "go_memstats_heap_inuse_bytes"
+
+// The heap's free pages: idle, of which released to the kernel; the rest is kept (freedKept).
+const heapIdle, heapReleased, freedKept = "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "freed and kept"
 
 // settled is the proxy's metrics, with its VmRSS, once the connections just opened settled
 // (upstream dials done, buffers given back) and two garbage collections ran: the second

@@ -26,9 +26,9 @@ import (
 // maxPending bounds requests in flight per connection; a client pipelining more waits (the
 // request side stops reading until a response went out). A broker handles one request of a
 // connection at a time, so a deeper queue gains nothing, and every connection, idle or not,
-// holds the queue's buffer: 16 × 64 bytes (it was 1,024 requests, 64 KiB of heap each, then
-// 32).
-const maxPending = 16
+// holds the queue's buffer: 8 × 64 bytes (it was 1,024 requests, 64 KiB of heap each, then
+// 32, then 16). Clients pipeline up to 5 by default (Java's max.in.flight.requests.per.connection).
+const maxPending = 8
 
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")
