@@ -21,6 +21,9 @@
 //   - encryption.go: the filter: Produce requests encrypted per partition (OnRequest), Fetch
 //     responses decrypted (OnResponse, decryptFetch); a record is sealed by sealer.rewrite, with
 //     the DEK from encryptor.dek, and opened by decryptRecord.
+//   - direct.go: the direct record codec: uncompressed batches sealed and opened by walking
+//     their records in place (viewBatch, directSealer, decryptDirect), byte for byte what the
+//     decoding path (encryptDecoded, decryptDecoded) writes, which takes every other batch.
 //   - share.go: fetched partitions decrypted (decryptParts), for Fetch and ShareFetch responses
 //     (decryptShareFetch, with the topic names the chain resolved the ids to).
 //   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
