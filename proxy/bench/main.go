@@ -117,6 +117,7 @@ func main() {
 	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
 	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
 	flag.StringVar(&idleProfile, "idleprofile", "", "write a heap profile of the idle proxy process (-idle) at each count to this file name plus .<count>")
+	flag.StringVar(&onlyPaths, "paths", "", "measure only the paths whose names contain one of these comma-separated strings, and the rows they are compared with (-paths encryption: the encryption and unfiltered proxy TLS rows); empty: all")
 	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
 	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -209,7 +210,7 @@ func run(loads []workload, idleCounts []int, small smallRun, routes, mib, rounds
 	}
 	defer hops.stop()
 
-	paths := benchPaths(plain, tlsK, certs, hops)
+	paths := selectPaths(benchPaths(plain, tlsK, certs, hops), onlyPaths)
 	steal0, total0 := cpuSteal()
 	fmt.Printf("\nkafkalink-proxy benchmark: %d MiB per path, median of %d rounds, %d latency samples, kfake with %d brokers and %d partitions per topic, CPUs=%s\n",
 		mib, rounds, latN, brokers, partitions, runtimeProcs())
@@ -340,6 +341,39 @@ func benchPaths(plain, tlsK *kfake.Cluster, certs benchCertFiles, h *hops) []pat
 		{"proxy mTLS + authorization", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("authz-bootstrap.bench.test:%d", h.ports[3])),
 			kgo.Dialer(toLoopback(true, *certs.client))}, 5, plain, proxy, ""},
 	}
+}
+
+// onlyPaths is -paths.
+var onlyPaths string
+
+// selectPaths keeps the paths whose names contain one of the comma-separated names, and the
+// rows they are compared with (and theirs), renumbering the rows' bases; empty names keep all.
+func selectPaths(paths []path, names string) []path {
+	if names == "" {
+		return paths
+	}
+	keep := make([]bool, len(paths))
+	for i, p := range paths {
+		for _, n := range strings.Split(names, ",") {
+			if n != "" && strings.Contains(p.name, n) {
+				for j := i; !keep[j]; j = paths[j].base {
+					keep[j] = true
+				}
+			}
+		}
+	}
+	index := make([]int, len(paths))
+	var kept []path
+	for i, p := range paths {
+		if keep[i] {
+			index[i] = len(kept)
+			kept = append(kept, p)
+		}
+	}
+	for i := range kept {
+		kept[i].base = index[kept[i].base]
+	}
+	return kept
 }
 
 // measureAll measures every path for every workload, rounds times, and prints a table per

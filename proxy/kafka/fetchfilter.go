@@ -224,7 +224,7 @@ func (f *frameWriter) Write(b []byte) (int, error) {
 // frame: a record set is copied once, from the connection. The walker has checked n against
 // what is left of a frame the filters take.
 func (f *frameWriter) readFrom(src *bufio.Reader, n int64) error {
-	f.grow(int(n))
+	f.growTo(len(*f) + int(n) + frameTail)
 	start := len(*f)
 	*f = (*f)[:start+int(n)]
 	if _, err := io.ReadFull(src, (*f)[start:]); err != nil {
@@ -240,7 +240,21 @@ func (f *frameWriter) readFrom(src *bufio.Reader, n int64) error {
 // grow makes room for n more bytes, moving to a pooled class at least twice the size needed.
 func (f *frameWriter) grow(n int) {
 	if len(*f)+n > cap(*f) {
-		grown := append(GetFrame(2*(len(*f)+n)), *f...)
+		f.growTo(2 * (len(*f) + n))
+	}
+}
+
+// frameTail is room for what follows a partition's records in its frame (the partition's,
+// topic's and response's tagged fields, usually a byte each), so that they are not what moves
+// the frame to a class twice its size.
+const frameTail = 64
+
+// growTo makes room for size bytes in all, moving to the smallest pooled class that holds them:
+// a partition's records are read with their length known, and a class twice their size would
+// be zeroed for nothing whenever the pool has none at hand.
+func (f *frameWriter) growTo(size int) {
+	if size > cap(*f) {
+		grown := append(GetFrame(size), *f...)
 		PutFrame(*f)
 		*f = grown
 	}

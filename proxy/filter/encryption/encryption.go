@@ -21,6 +21,9 @@
 //   - encryption.go: the filter: Produce requests encrypted per partition (OnRequest), Fetch
 //     responses decrypted (OnResponse, decryptFetch); a record is sealed by sealer.rewrite, with
 //     the DEK from encryptor.dek, and opened by decryptRecord.
+//   - direct.go: the direct record codec: uncompressed batches sealed and opened by walking
+//     their records in place (viewBatch, directSealer, decryptDirect), byte for byte what the
+//     decoding path (encryptDecoded, decryptDecoded) writes, which takes every other batch.
 //   - share.go: fetched partitions decrypted (decryptParts), for Fetch and ShareFetch responses
 //     (decryptShareFetch, with the topic names the chain resolved the ids to).
 //   - kms.go: the KMS interface, SecretKMS (KEKs in a mounted Secret), AES-GCM seal and open.
@@ -131,6 +134,17 @@ type dekState struct {
 	edek    []byte
 	uses    int64
 	created time.Time
+	// nonceBase is drawn at random once per DEK; the nth record sealed under it has the nonce
+	// nonceBase with n XORed into its last 8 bytes (nonce). Counters are handed out by dek,
+	// never twice, so no nonce repeats under a DEK, and no record pays for a random draw.
+	nonceBase [nonceLen]byte
+}
+
+// nonce is the nonce of the DEK's counter-th sealed value.
+func (d *dekState) nonce(counter uint64) [nonceLen]byte {
+	n := d.nonceBase
+	binary.BigEndian.PutUint64(n[4:], binary.BigEndian.Uint64(n[4:])^counter)
+	return n
 }
 
 // build makes the filter from its configuration, reading the Vault token and trust store with
@@ -508,67 +522,113 @@ func (e *encryptor) rememberKEK(kekID string, exists bool) {
 	e.mu.Unlock()
 }
 
-// dek returns the current DEK of a KEK, making a new one when none is left for n more records.
-func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, error) {
+// dek returns the current DEK of a KEK, making a new one when none is left for n more records,
+// and the first of the n nonce counters reserved for them (dekState.nonce).
+func (e *encryptor) dek(ctx context.Context, kekID string, n int) (*dekState, uint64, error) {
 	e.mu.Lock()
 	d := e.deks[kekID]
 	if d != nil && d.uses+int64(n) <= e.tune.maxEncryptionsPerDEK && time.Since(d.created) < e.tune.dekLifetime {
+		first := uint64(d.uses)
 		d.uses += int64(n)
 		e.mu.Unlock()
-		return d, nil
+		return d, first, nil
 	}
 	e.mu.Unlock()
 	var key, edek []byte
 	err := e.guard.call(ctx, opGenerateDEK, kekID, func() (err error) { key, edek, err = e.kms.GenerateDEK(ctx, kekID); return err })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	aead, err := newGCM(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	d = &dekState{aead: aead, edek: edek, uses: int64(n), created: time.Now()}
+	if _, err := randRead(d.nonceBase[:]); err != nil {
+		return nil, 0, err
 	}
 	e.m.deks.Inc()
-	d = &dekState{aead: aead, edek: edek, uses: int64(n), created: time.Now()}
 	e.mu.Lock()
 	e.deks[kekID] = d
 	e.mu.Unlock()
-	return d, nil
+	return d, 0, nil
 }
 
 // sealedCount is how many records a partition had, and how many of them had a value to encrypt.
 type sealedCount struct{ records, values int }
 
+// encryptPartition encrypts a partition's batches into one pooled buffer: uncompressed ones
+// by the direct codec (direct.go), others decoded and re-encoded.
 func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, raw []byte, x *filter.Exchange) ([]byte, sealedCount, error) {
 	var n sealedCount
 	batches, rest, err := records.Split(raw)
 	if err != nil || len(rest) > 0 {
 		return nil, n, fmt.Errorf("the records of %s do not split into whole batches: %w", topic, errOr(err, fmt.Errorf("%w: a partial batch", records.ErrMalformed)))
 	}
-	a := x.Allowance
-	// Each value grows by its wrapped DEK, nonce, tag and marker: room for about 100 bytes more
-	// per record of 1 KiB, and the buffer goes back to its pool once the request is encoded.
-	out := x.Scratch(len(raw) + len(raw)/8)
+	var out []byte
 	for _, b := range batches {
-		batch, err := records.DecodeWithin(b, a)
-		if err != nil {
-			return nil, n, err
+		v := viewBatch(b)
+		if v == nil {
+			if out == nil {
+				// Each value grows by its wrapped DEK, nonce, tag and marker: room for about 100
+				// bytes more per record of 1 KiB, and the buffer goes back to its pool once the
+				// request is encoded.
+				out = x.Scratch(len(raw) + len(raw)/8)
+			}
+			if out, err = e.encryptDecoded(ctx, out, b, kekID, topic, x.Allowance, &n); err != nil {
+				return nil, n, err
+			}
+			continue
 		}
-		if batch.Header.Attributes&0x20 != 0 {
-			return nil, n, errControlBatch
-		}
-		d, err := e.dek(ctx, kekID, len(batch.Records))
-		if err != nil {
-			return nil, n, err
-		}
-		rw, values := e.rewriter(batch, kekID, topic, d)
-		n.records, n.values = n.records+len(batch.Records), n.values+values
-		out, err = batch.AppendRewritten(out, rw)
-		batch.Release()
+		out, err = e.encryptDirect(ctx, out, b, v, kekID, topic, x, batches)
+		c := v.sealedRecords()
+		n.records, n.values = n.records+c.records, n.values+c.values
+		v.release()
 		if err != nil {
 			return nil, n, err
 		}
 	}
 	return out, n, nil
+}
+
+// encryptDirect appends an uncompressed batch, read in place as v, with its values sealed. The
+// partition's output buffer is made with the first batch, for all of them once sealed.
+func (e *encryptor) encryptDirect(ctx context.Context, out, b []byte, v *batchView, kekID, topic string, x *filter.Exchange, batches [][]byte) ([]byte, error) {
+	d, first, err := e.dek(ctx, kekID, len(v.records))
+	if err != nil {
+		return nil, err
+	}
+	s := e.directSealer(kekID, topic, d, first)
+	if err := x.Allowance.Reserve(len(b) + len(v.records)*s.growth()); err != nil {
+		return nil, err
+	}
+	if out == nil {
+		size := 0
+		for _, b := range batches {
+			size += len(b) + batchRecords(b)*s.growth()
+		}
+		out = x.Scratch(size)
+	}
+	return s.appendBatch(out, b, v), nil
+}
+
+// encryptDecoded appends a batch the direct codec does not take, decoded, sealed and re-encoded.
+func (e *encryptor) encryptDecoded(ctx context.Context, out, b []byte, kekID, topic string, a records.Allowance, n *sealedCount) ([]byte, error) {
+	batch, err := records.DecodeWithin(b, a)
+	if err != nil {
+		return nil, err
+	}
+	defer batch.Release()
+	if batch.Header.Attributes&0x20 != 0 {
+		return nil, errControlBatch
+	}
+	d, first, err := e.dek(ctx, kekID, len(batch.Records))
+	if err != nil {
+		return nil, err
+	}
+	rw, values := e.rewriter(batch, kekID, topic, d, first)
+	n.records, n.values = n.records+len(batch.Records), n.values+values
+	return batch.AppendRewritten(out, rw)
 }
 
 // decryptPartition decrypts a fetched partition's records, and says how many it decrypted.
@@ -585,37 +645,24 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 	// would grow past it is appended to a new buffer instead, and the later batches stay intact.
 	out, end := raw[:0:0], 0
 	changed := false
+	var last openedDEK
 	for _, b := range batches {
 		end += len(b)
 		if inPlace(out, raw) {
 			out = raw[:len(out):end]
 		}
-		batch, err := records.DecodeWithin(b, a)
-		if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
-			// It may hold encrypted records: never pass it on unread. The consumer retries.
-			return nil, 0, err
+		var k int
+		var did bool
+		if v := viewBatch(b); v != nil {
+			out, k, did, err = e.decryptDirect(ctx, out, b, v, topic, a, l, &last)
+		} else {
+			out, k, did, err = e.decryptDecoded(ctx, out, b, topic, a, l, &last)
 		}
-		if err != nil || !anyEncrypted(batch) {
-			out = append(out, b...) // not ours to change: passed on as the broker sent it
-			if batch != nil {
-				batch.Release()
-			}
-			continue
-		}
-		changed = true
-		var last openedDEK
-		for i := range batch.Records {
-			opened, err := e.decryptRecord(ctx, &batch.Records[i], topic, l, &last)
-			if err != nil {
-				return nil, 0, err
-			}
-			decrypted += b2i(opened)
-		}
-		out, err = batch.AppendTo(out)
-		batch.Release()
 		if err != nil {
 			return nil, 0, err
 		}
+		decrypted += k
+		changed = changed || did
 	}
 	if !changed {
 		return raw, 0, nil // nothing was encrypted: the broker's bytes as they are
@@ -624,6 +671,80 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		out = raw[:len(out):len(raw)]
 	}
 	return append(out, rest...), decrypted, nil
+}
+
+// decryptDirect appends an uncompressed batch, read in place as v, with its kafkalink values
+// decrypted where they lie; a batch with none is appended as it is, and one holding
+// Kroxylicious' format is decoded (decryptDecoded).
+func (e *encryptor) decryptDirect(ctx context.Context, out, b []byte, v *batchView, topic string, a records.Allowance, l *lookups, last *openedDEK) ([]byte, int, bool, error) {
+	defer v.release()
+	switch {
+	case v.krox:
+		return e.decryptDecoded(ctx, out, b, topic, a, l, last)
+	case !v.marked:
+		return appendUnmoved(out, b), 0, false, nil
+	}
+	start, decrypted := len(out), 0
+	out = append(out, b[:batchHeaderLen]...)
+	for i := range v.records {
+		r := &v.records[i]
+		var plain []byte
+		opened := false
+		if r.markStart >= 0 && r.value != nil {
+			var err error
+			if plain, opened, err = e.openSealed(ctx, r.value, topic, l, last); err != nil {
+				return nil, 0, false, err
+			}
+		}
+		if !opened {
+			out = append(binary.AppendVarint(out, int64(r.end-r.body)), b[r.body:r.end]...)
+			continue
+		}
+		decrypted++
+		body := r.keyEnd - r.body + varintLen(int64(len(plain))) + len(plain) + varintLen(int64(r.count-1)) + r.end - r.headers - (r.markEnd - r.markStart)
+		out = binary.AppendVarint(out, int64(body))
+		out = append(out, b[r.body:r.keyEnd]...)
+		out = append(binary.AppendVarint(out, int64(len(plain))), plain...)
+		out = binary.AppendVarint(out, int64(r.count-1))
+		out = append(append(out, b[r.headers:r.markStart]...), b[r.markEnd:r.end]...)
+	}
+	finishBatch(out, start)
+	return out, decrypted, true, nil
+}
+
+// appendUnmoved appends b to out, which when decrypting in place is often where b already is.
+func appendUnmoved(out, b []byte) []byte {
+	if len(b) > 0 && cap(out) >= len(out)+len(b) && &out[:len(out)+1][len(out)] == &b[0] {
+		return out[:len(out)+len(b)]
+	}
+	return append(out, b...)
+}
+
+// decryptDecoded appends a batch decoded, its encrypted records decrypted and re-encoded, or as
+// the broker sent it when it holds none (or is not a batch this filter reads).
+func (e *encryptor) decryptDecoded(ctx context.Context, out, b []byte, topic string, a records.Allowance, l *lookups, last *openedDEK) ([]byte, int, bool, error) {
+	batch, err := records.DecodeWithin(b, a)
+	if errors.Is(err, records.ErrTooLarge) || errors.Is(err, filter.ErrBusy) {
+		// It may hold encrypted records: never pass it on unread. The consumer retries.
+		return nil, 0, false, err
+	}
+	if err != nil || !anyEncrypted(batch) {
+		if batch != nil {
+			batch.Release()
+		}
+		return appendUnmoved(out, b), 0, false, nil // not ours to change: passed on as the broker sent it
+	}
+	defer batch.Release()
+	decrypted := 0
+	for i := range batch.Records {
+		opened, err := e.decryptRecord(ctx, &batch.Records[i], topic, l, last)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		decrypted += b2i(opened)
+	}
+	out, err = batch.AppendTo(out)
+	return out, decrypted, err == nil, err
 }
 
 // inPlace reports whether out is still being written over raw (it is until an append outgrew
@@ -661,12 +782,13 @@ func aad(topic string) []byte { return []byte("kafkalink.io/encryption/v1\x00" +
 type sealer struct {
 	batch  *records.Batch
 	d      *dekState
+	first  uint64 // the nonce counter of the batch's first record
 	prefix []byte
 	aad    []byte
 	values int // records with a value, which are encrypted
 }
 
-func newSealer(b *records.Batch, kekID, topic string, d *dekState) *sealer {
+func newSealer(b *records.Batch, kekID, topic string, d *dekState, first uint64) *sealer {
 	prefix := []byte{FormatVersion}
 	prefix = binary.AppendUvarint(prefix, uint64(len(kekID)))
 	prefix = append(prefix, kekID...)
@@ -681,7 +803,7 @@ func newSealer(b *records.Batch, kekID, topic string, d *dekState) *sealer {
 			values++
 		}
 	}
-	return &sealer{batch: b, d: d, prefix: prefix, aad: aad(topic), values: values}
+	return &sealer{batch: b, d: d, first: first, prefix: prefix, aad: aad(topic), values: values}
 }
 
 // rewrite is the records.Rewrite that writes each value's encrypted form into the batch.
@@ -694,10 +816,7 @@ func (s *sealer) rewrite() *records.Rewrite {
 			return len(s.prefix) + s.d.aead.NonceSize() + len(s.batch.Records[i].Value) + s.d.aead.Overhead()
 		},
 		Append: func(dst []byte, i int) ([]byte, error) {
-			var nonce [12]byte
-			if _, err := randRead(nonce[:]); err != nil {
-				return nil, err
-			}
+			nonce := s.d.nonce(s.first + uint64(i))
 			dst = append(append(dst, s.prefix...), nonce[:]...)
 			return s.d.aead.Seal(dst, nonce[:], s.batch.Records[i].Value, s.aad), nil
 		},
@@ -710,9 +829,16 @@ var errMalformedValue = errors.New("encrypted value not in the record encryption
 // openedDEK is the DEK the previous record of a batch named: a batch's records nearly always
 // share one, so the next record skips the cache (its key is built from the wrapped DEK).
 type openedDEK struct {
-	kekID, edek []byte
+	kekID, edek []byte // copies: the fetched bytes they were read from are written over
 	aead        cipher.AEAD
 	aad         []byte // the topic's, made once
+	buf         []byte // holds kekID and edek
+}
+
+// set makes the DEK of kekID and edek the last one opened, by copies of them.
+func (o *openedDEK) set(kekID, edek []byte, aead cipher.AEAD) {
+	o.buf = append(append(o.buf[:0], kekID...), edek...)
+	o.kekID, o.edek, o.aead, o.aad = o.buf[:len(kekID):len(kekID)], o.buf[len(kekID):], aead, nil
 }
 
 // decryptRecord decrypts an encrypted record's value in place and reports whether it did. A
@@ -731,29 +857,9 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	if hi < 0 || r.Value == nil {
 		return false, nil
 	}
-	kekID, edek, v, err := parseSealed(r.Value)
-	if err != nil {
+	plain, opened, err := e.openSealed(ctx, r.Value, topic, l, last)
+	if !opened || err != nil {
 		return false, err
-	}
-	if last.aead == nil || !bytes.Equal(kekID, last.kekID) || !bytes.Equal(edek, last.edek) {
-		if !legalKEKID(string(kekID)) {
-			return false, errMalformedValue
-		}
-		aead, err := e.openDEK(ctx, string(kekID), edek, l)
-		if errors.Is(err, ErrKEKNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		*last = openedDEK{kekID: kekID, edek: edek, aead: aead, aad: aad(topic)}
-	}
-	aead := last.aead
-	// Decrypted in place: the fetched bytes are re-encoded afterwards and never used again.
-	ct := v[aead.NonceSize():]
-	plain, err := aead.Open(ct[:0], v[:aead.NonceSize()], ct, last.aad)
-	if err != nil {
-		return false, fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
 	}
 	if plain == nil {
 		plain = []byte{} // an empty value, not a tombstone: GCM returns nil for no plaintext
@@ -761,6 +867,38 @@ func (e *encryptor) decryptRecord(ctx context.Context, r *kmsg.Record, topic str
 	r.Value = plain
 	r.Headers = append(r.Headers[:hi], r.Headers[hi+1:]...)
 	return true, nil
+}
+
+// openSealed decrypts a value in kafkalink's format where it lies (the fetched bytes are written
+// over afterwards and never used again). opened is false, with no error, for a value under a
+// KEK the KMS says does not exist: it is handed out as stored.
+func (e *encryptor) openSealed(ctx context.Context, value []byte, topic string, l *lookups, last *openedDEK) (plain []byte, opened bool, err error) {
+	kekID, edek, v, err := parseSealed(value)
+	if err != nil {
+		return nil, false, err
+	}
+	if last.aead == nil || !bytes.Equal(kekID, last.kekID) || !bytes.Equal(edek, last.edek) {
+		if !legalKEKID(string(kekID)) {
+			return nil, false, errMalformedValue
+		}
+		aead, err := e.openDEK(ctx, string(kekID), edek, l)
+		if errors.Is(err, ErrKEKNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		last.set(kekID, edek, aead)
+	}
+	if last.aad == nil { // set by kafkalink's format only: Kroxylicious' binds none
+		last.aad = aad(topic)
+	}
+	ct := v[nonceLen:]
+	plain, err = last.aead.Open(ct[:0], v[:nonceLen], ct, last.aad)
+	if err != nil {
+		return nil, false, fmt.Errorf("a record of %s does not decrypt: %w", topic, err)
+	}
+	return plain, true, nil
 }
 
 // parseSealed splits an encrypted value (format version 1) into the KEK id, the wrapped DEK, and

@@ -72,12 +72,12 @@ func writesKroxylicious(experimental json.RawMessage, kms string) (bool, error) 
 
 // rewriter seals one batch's values under d in the format the filter writes, and says how many
 // records have a value to seal.
-func (e *encryptor) rewriter(b *records.Batch, kekID, topic string, d *dekState) (*records.Rewrite, int) {
+func (e *encryptor) rewriter(b *records.Batch, kekID, topic string, d *dekState, first uint64) (*records.Rewrite, int) {
 	if e.kroxylicious {
-		s := newKroxyliciousSealer(b, kekID, d)
+		s := newKroxyliciousSealer(b, kekID, d, first)
 		return s.rewrite(), s.values
 	}
-	s := newSealer(b, kekID, topic, d)
+	s := newSealer(b, kekID, topic, d, first)
 	return s.rewrite(), s.values
 }
 
@@ -85,12 +85,13 @@ func (e *encryptor) rewriter(b *records.Batch, kekID, topic string, d *dekState)
 // prefix (cipher id, the Vault EDEK, AAD id) is the same for all.
 type kroxyliciousSealer struct {
 	batch  *records.Batch
-	aead   cipher.AEAD
+	d      *dekState
+	first  uint64 // the nonce counter of the batch's first record
 	prefix []byte
 	values int // records with a value, which are encrypted
 }
 
-func newKroxyliciousSealer(b *records.Batch, kekID string, d *dekState) *kroxyliciousSealer {
+func newKroxyliciousSealer(b *records.Batch, kekID string, d *dekState, first uint64) *kroxyliciousSealer {
 	// Kroxylicious marks a record by its first header, and on fetch removes the marker only from
 	// there. Null values stay null and unmarked; empty values are encrypted.
 	values := 0
@@ -100,7 +101,7 @@ func newKroxyliciousSealer(b *records.Batch, kekID string, d *dekState) *kroxyli
 			values++
 		}
 	}
-	return &kroxyliciousSealer{batch: b, aead: d.aead, prefix: appendWrapperV2Prefix(nil, kekID, d.edek), values: values}
+	return &kroxyliciousSealer{batch: b, d: d, first: first, prefix: appendWrapperV2Prefix(nil, kekID, d.edek), values: values}
 }
 
 func (s *kroxyliciousSealer) rewrite() *records.Rewrite {
@@ -110,18 +111,15 @@ func (s *kroxyliciousSealer) rewrite() *records.Rewrite {
 			if v == nil {
 				return -1
 			}
-			return len(s.prefix) + v2IVLen + parcelV1Len(v) + s.aead.Overhead()
+			return len(s.prefix) + v2IVLen + parcelV1Len(v) + s.d.aead.Overhead()
 		},
 		Append: func(dst []byte, i int) ([]byte, error) {
-			var iv [v2IVLen]byte
-			if _, err := randRead(iv[:]); err != nil {
-				return nil, err
-			}
+			iv := s.d.nonce(s.first + uint64(i))
 			dst = append(append(dst, s.prefix...), iv[:]...)
 			start := len(dst)
 			// The parcel is written where its ciphertext goes and sealed in place.
 			dst = appendParcelV1(dst, s.batch.Records[i].Value)
-			return s.aead.Seal(dst[:start], iv[:], dst[start:], nil), nil
+			return s.d.aead.Seal(dst[:start], iv[:], dst[start:], nil), nil
 		},
 	}
 }
@@ -276,7 +274,7 @@ func (e *encryptor) openedFor(ctx context.Context, kekName, edek []byte, l *look
 	if err != nil {
 		return nil, err
 	}
-	*last = openedDEK{kekID: kekName, edek: edek, aead: aead}
+	last.set(kekName, edek, aead)
 	return aead, nil
 }
 
