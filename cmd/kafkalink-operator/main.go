@@ -12,7 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kafkalink/kafkalink/internal/memlimit"
+	"github.com/kafkalink/kafkalink/internal/gctune"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/logging"
 	"github.com/kafkalink/kafkalink/pkg/operator"
@@ -37,8 +37,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
+	gogc, memLimit := gctune.Apply()
 	klog.FromContext(ctx).Info("Starting", "version", version.Version, "revision", version.Revision, "proxyImage", opts.ProxyImage,
-		"softMemoryLimitFromCgroup", memlimit.Set())
+		"gogc", gogc, "goMemoryLimit", memLimit)
 
 	cfg, err := opts.RestConfig()
 	if err == nil {

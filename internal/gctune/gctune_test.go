@@ -1,7 +1,8 @@
-package memlimit
+package gctune
 
 import (
 	"io/fs"
+	"runtime/debug"
 	"testing"
 )
 
@@ -45,7 +46,25 @@ func TestSoftLimit(t *testing.T) {
 
 func TestSetLeavesGOMEMLIMITAlone(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "100MiB")
-	if got := Set(); got != 0 {
-		t.Errorf("Set with GOMEMLIMIT in the environment = %d, want 0 (unchanged)", got)
+	if got := SetMemoryLimit(); got != 0 {
+		t.Errorf("SetMemoryLimit with GOMEMLIMIT in the environment = %d, want 0 (unchanged)", got)
+	}
+}
+
+func TestApplyLeavesGOGCAlone(t *testing.T) {
+	t.Setenv("GOGC", "80")
+	before := debug.SetGCPercent(80)
+	defer debug.SetGCPercent(before)
+	if got, _ := Apply(); got != 80 {
+		t.Errorf("Apply with GOGC=80 in the environment set GOGC %d, want 80", got)
+	}
+}
+
+func TestApplySetsGCPercent(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	if got, _ := Apply(); got != GCPercent {
+		t.Errorf("Apply set GOGC %d, want %d", got, GCPercent)
 	}
 }
