@@ -76,16 +76,19 @@ func printWrites(phases []phaseWrites, n int) {
 
 // heapTop saves the operator's heap profile (served with --profiling on metrics), taken after a
 // forced collection so in-use space is what is live, and prints `go tool pprof -top` of it by
-// in-use and by allocated space.
-func heapTop(b *testing.B, metrics, binary, label string) {
+// in-use and by allocated space. It returns go_memstats_heap_alloc_bytes read right after the
+// collection, before printing (which takes seconds while the operator goes on allocating).
+func heapTop(b *testing.B, metrics, binary, label string) (live int64) {
 	file, err := saveProfile(metrics, "heap?gc=1", "heap-"+label)
 	if err != nil {
 		b.Logf("heap profile: %v", err)
-		return
+		return 0
 	}
+	live = heapAlloc(b, metrics)
 	for _, index := range []string{"inuse_space", "alloc_space"} {
 		printTop(b, binary, file, fmt.Sprintf("heap %s, %s", label, index), "-sample_index="+index)
 	}
+	return live
 }
 
 // cpuTop profiles the operator's CPU for the given time from now, in the background; the
@@ -152,7 +155,8 @@ func indent(s string) string {
 }
 
 // heapAlloc is the operator's go_memstats_heap_alloc_bytes: right after heapTop's forced
-// collection, its live heap. Zero when the metric cannot be read.
+// collection, about its live heap (with what it allocated during the collection's concurrent
+// mark, which counts as live for that cycle). Zero when the metric cannot be read.
 func heapAlloc(b *testing.B, metrics string) int64 {
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {

@@ -161,8 +161,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	readyCPU := cpuByProcess(cp, pid).since(cpu0)
 	printCPU()
 	readyWrites := operatorWrites(b, cp)
-	heapTop(b, metrics, binary, "at-ready") // after a forced collection: what is live
-	live := heapAlloc(b, metrics)
+	live := heapTop(b, metrics, binary, "at-ready") // after a forced collection: what is live
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
