@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/internal/gctune"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/logging"
 	"github.com/kafkalink/kafkalink/pkg/operator"
@@ -36,7 +37,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx = klog.NewContext(ctx, klog.Background().WithName("kafkalink-operator"))
-	klog.FromContext(ctx).Info("Starting", "version", version.Version, "revision", version.Revision, "proxyImage", opts.ProxyImage)
+	gogc, memLimit := gctune.Apply()
+	klog.FromContext(ctx).Info("Starting", "version", version.Version, "revision", version.Revision, "proxyImage", opts.ProxyImage,
+		"gogc", gogc, "goMemoryLimit", memLimit)
 
 	cfg, err := opts.RestConfig()
 	if err == nil {

@@ -238,14 +238,16 @@ func addTruststore(data map[string][]byte, ca *SecretData, st strimzi.ListenerSt
 	var certs []*x509.Certificate
 	seen := map[string]bool{}
 	for _, entry := range strimzi.CACertEntries(slices.Collect(maps.Keys(ca.Data))) {
-		parsed, f := parseCertificates(ca.Data[entry], fmt.Sprintf("entry %s of Secret %s", entry, ca.Name))
+		parsed, f := cache.certificates(ca.Data[entry], func() string { return fmt.Sprintf("entry %s of Secret %s", entry, ca.Name) })
 		if f != nil {
 			return f
 		}
 		certs = appendUnique(certs, seen, parsed...)
 	}
 	for i, s := range st.Certificates {
-		parsed, f := parseCertificates([]byte(s), fmt.Sprintf("status.listeners[%s].certificates[%d] of the Kafka", st.Name, i))
+		parsed, f := cache.certificates([]byte(s), func() string {
+			return fmt.Sprintf("status.listeners[%s].certificates[%d] of the Kafka", st.Name, i)
+		})
 		if f != nil {
 			return f
 		}

@@ -112,21 +112,41 @@ func (w *strimziWatch) user(key cache.ObjectName) (*strimzi.KafkaUser, error) {
 	return nil, nil
 }
 
-// usersForSecret returns the KafkaUsers whose credentials Secret is the given one.
+// usersForSecret returns the KafkaUsers whose credentials Secret is the given one: the user of
+// the Secret's name, whose Secret Strimzi names like it, and those the index holds, whose
+// status names another.
 func (w *strimziWatch) usersForSecret(secret cache.ObjectName) []cache.ObjectName {
-	return controller.KeysByIndex(w.users.Indexer(), indexUserSecret, secret.String())
+	idx := w.users.Indexer()
+	if idx == nil {
+		return nil
+	}
+	keys := controller.KeysByIndex(idx, indexUserSecret, secret.String())
+	if obj, ok, err := idx.GetByKey(secret.String()); err == nil && ok {
+		if u, ok := obj.(*strimzi.CachedKafkaUser); ok && userSecretName(u) == secret.Name {
+			keys = append(keys, secret)
+		}
+	}
+	return keys
 }
 
-// indexUserBySecret indexes a KafkaUser by its credentials Secret: status.secret, or its own name,
-// which is what Strimzi names it.
+// userSecretName is the name of a KafkaUser's credentials Secret: status.secret, or the user's
+// own name, which is what Strimzi names it.
+func userSecretName(u *strimzi.CachedKafkaUser) string {
+	if u.User != nil && u.User.Status.Secret != "" {
+		return u.User.Status.Secret
+	}
+	return u.Name
+}
+
+// indexUserBySecret indexes a KafkaUser by its credentials Secret when that is not named like the
+// user (see usersForSecret).
 func indexUserBySecret(obj any) ([]string, error) {
 	u, ok := obj.(*strimzi.CachedKafkaUser)
 	if !ok {
 		return nil, nil
 	}
-	name := u.Name
-	if u.User != nil && u.User.Status.Secret != "" {
-		name = u.User.Status.Secret
+	if name := userSecretName(u); name != u.Name {
+		return []string{cache.NewObjectName(u.Namespace, name).String()}, nil
 	}
-	return []string{cache.NewObjectName(u.Namespace, name).String()}, nil
+	return nil, nil
 }

@@ -135,11 +135,16 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // ownBindings lists the binding Secrets in the connection's namespace that this connection
-// controls, through the binding informer's index by controller UID.
+// controls: the one named like the connection, read by key, and those of other names, through
+// the binding informer's index by controller UID (which holds only those; see
+// indexSecretByController).
 func (r *reconciler) ownBindings(conn *kafkav1beta2.KafkaConnection) []*corev1.Secret {
 	objs, err := r.bindingIndex.ByIndex(indexBindingController, string(conn.UID))
 	if err != nil {
 		return nil
+	}
+	if same, ok, _ := r.bindingIndex.GetByKey(cache.NewObjectName(conn.Namespace, conn.Name).String()); ok {
+		objs = append(objs, same)
 	}
 	var out []*corev1.Secret
 	for _, o := range objs {

@@ -72,17 +72,19 @@ func printScale(scale []benchFigures) {
 	if len(scale) < 2 {
 		return
 	}
-	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections):")
-	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | writes to Ready | per connection | idle writes |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections; per added connection = growth from the row above):")
+	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | live heap at Ready MB | KiB per added connection | writes to Ready | per connection | idle writes |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, f := range scale {
 		k := float64(f.n) / 1000
-		added := "-"
+		addedRSS, addedLive := "-", "-"
 		if i > 0 {
-			added = fmt.Sprintf("%.1f", float64(f.hwm-scale[i-1].hwm)/float64(f.n-scale[i-1].n))
+			added := float64(f.n - scale[i-1].n)
+			addedRSS = fmt.Sprintf("%.1f", float64(f.hwm-scale[i-1].hwm)/added)
+			addedLive = fmt.Sprintf("%.1f", float64(f.live-scale[i-1].live)/1024/added)
 		}
-		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
-			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, added, len(f.ready),
+		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %.1f | %s | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
+			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, addedRSS, float64(f.live)/1e6, addedLive, len(f.ready),
 			float64(len(f.ready))/float64(f.n), len(f.idle))
 	}
 }
@@ -159,7 +161,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	readyCPU := cpuByProcess(cp, pid).since(cpu0)
 	printCPU()
 	readyWrites := operatorWrites(b, cp)
-	heapTop(b, metrics, binary, "at-ready")
+	live := heapTop(b, metrics, binary, "at-ready") // after a forced collection: what is live
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
@@ -177,7 +179,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	at := peak()
 	fmt.Printf("  operator RSS rose to its peak %.1fs after start (all Ready at %.1fs, CA renewal from %.1fs)\n",
 		at.Seconds(), toReady.Seconds(), renewal.Sub(start).Seconds())
-	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, readyCPU: readyCPU,
+	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, live: live, readyCPU: readyCPU,
 		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
 	report(b, f)
 	return f
@@ -190,6 +192,7 @@ type benchFigures struct {
 	floor                float64
 	toReady, toRenew     time.Duration
 	hwm, rss             int64
+	live                 int64 // bytes of Go heap in use at Ready, just after a collection
 	readyCPU             processCPU
 	ready, renewal, idle []framework.AuditEvent
 }
@@ -239,6 +242,7 @@ func report(b *testing.B, f benchFigures) {
 	fmt.Printf("  operator start -> all Ready:        %s\n", f.toReady.Round(time.Millisecond))
 	fmt.Printf("  CA renewal -> all Secrets updated:  %s\n", f.toRenew.Round(time.Millisecond))
 	fmt.Printf("  operator peak RSS (VmHWM):          %.1f MiB (VmRSS now %.1f MiB)\n", float64(f.hwm)/1024, float64(f.rss)/1024)
+	fmt.Printf("  operator live heap at Ready:        %.1f MB (%.2f KiB per connection)\n", float64(f.live)/1e6, float64(f.live)/1024/float64(f.n))
 	fmt.Printf("  writes by the idle operator in 60s: %d\n", len(f.idle))
 	writeRate := float64(len(f.ready)) / f.toReady.Seconds()
 	fmt.Printf("  operator write rate to Ready:       %.0f writes/s (%.0f%% of the plain client's floor)\n", writeRate, 100*writeRate/f.floor)

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/kafkalink/kafkalink/internal/gctune"
 	"github.com/kafkalink/kafkalink/pkg/bindingcontroller"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/operator"
@@ -25,6 +26,7 @@ func main() {
 	opts.AddFlags(flag.CommandLine)
 	klog.InitFlags(flag.CommandLine)
 	flag.Parse()
+	gctune.Apply() // as kafkalink-operator does
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
