@@ -76,35 +76,3 @@ func configMapBytes(res *Result) int {
 	}
 	return n
 }
-
-func BenchmarkTranslateTmp1000x10(b *testing.B) { benchTranslate(b, 1000, 10) }
-func BenchmarkTranslateTmp500x10(b *testing.B) { benchTranslate(b, 500, 10) }
-
-func TestTmpConds(t *testing.T) {
-	b := &testing.B{}
-	_ = b
-	s := &Snapshot{Env: Environment{ClusterDomain: "svc.cluster.local", ProxyImage: "img", Now: time.Unix(0, 0), MaxGeneratedObjects: 100}}
-	s.Gateway = &kroxyliciousv1alpha1.KafkaGateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns"},
-		Spec: kroxyliciousv1alpha1.KafkaGatewaySpec{Listeners: []kroxyliciousv1alpha1.Listener{{
-			Name: "one", Port: 9092, Protocol: kroxyliciousv1alpha1.ProtocolKafkaTLS,
-			TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{CertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}}},
-		}}},
-	}
-	cert, key := testKeyPair()
-	s.Secrets = []*corev1.Secret{{ObjectMeta: metav1.ObjectMeta{Name: "cert", Namespace: "ns"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key}}}
-	s.Services = []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: "ns"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9093}}}}}
-	s.Routes = append(s.Routes, &kroxyliciousv1alpha1.KafkaRoute{
-		ObjectMeta: metav1.ObjectMeta{Name: "route-1", Namespace: "ns"},
-		Spec: kroxyliciousv1alpha1.KafkaRouteSpec{ParentRefs: []kroxyliciousv1alpha1.KafkaRouteParentReference{{
-			Name:      "gw",
-			Brokers:   []kroxyliciousv1alpha1.BrokerTopology{{AdvertisedBrokerIds: []int32{0, 1}}},
-			Hostnames: []kroxyliciousv1alpha1.PercentHostname{"c-%.svc.cluster.local"},
-			Rules:     []kroxyliciousv1alpha1.KafkaRouteRule{{Name: "r", BackendRefs: []kroxyliciousv1alpha1.BackendReference{{Name: "backend", Port: 9093}}}},
-		}}},
-	})
-	res := Translate(s)
-	for _, c := range res.RouteParents["route-1"][0].Conditions {
-		t.Logf("%s %s %s %s", c.Type, c.Status, c.Reason, c.Message)
-	}
-}
