@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	cert, key := framework.TestKeyPair()
 	_, err = kube.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cert"}, Data: map[string][]byte{"tls.crt": cert, "tls.key": key}}, metav1.CreateOptions{})
 	mustCreate(err)
-	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9093}}}}, metav1.CreateOptions{})
+	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9092}}}}, metav1.CreateOptions{})
 	mustCreate(err)
 	_, err = kl.KroxyliciousV1alpha1().KafkaGateways(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaGateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "gw"},
@@ -94,7 +95,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 		ids[i] = int32(i)
 	}
 	writesBefore, _ := cp.Writes(framework.OperatorUser)
-	syncsBefore := gatewaySyncs(b)
+	syncsBefore, cpuBefore := gatewaySyncs(b), controlPlaneCPU()
 	if path := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		mustCreate(err)
@@ -110,7 +111,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 				Name:      "gw",
 				Brokers:   []kroxyliciousv1alpha1.BrokerTopology{{AdvertisedBrokerIds: ids}},
 				Hostnames: []kroxyliciousv1alpha1.PercentHostname{kroxyliciousv1alpha1.PercentHostname(fmt.Sprintf("c%04d-%%.svc.cluster.local", i))},
-				Rules:     []kroxyliciousv1alpha1.KafkaRouteRule{{Name: "r", BackendRefs: []kroxyliciousv1alpha1.BackendReference{{Name: "backend", Port: 9093}}}},
+				Rules:     []kroxyliciousv1alpha1.KafkaRouteRule{{Name: "r", BackendRefs: []kroxyliciousv1alpha1.BackendReference{{Name: "backend", Port: 9092}}}},
 			}}},
 		}, metav1.CreateOptions{})
 		mustCreate(err)
@@ -149,6 +150,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	pprof.StopCPUProfile()
 	writesDone, _ := cp.Writes(framework.OperatorUser)
 	syncs := gatewaySyncs(b).minus(syncsBefore)
+	cpu := controlPlaneCPU().minus(cpuBefore)
 
 	// Steady state: let the last writes land, then count writes over 10 idle seconds.
 	settleB(b)
@@ -163,6 +165,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	b.ReportMetric(float64(steady), "steady-writes/10s")
 	b.ReportMetric(float64(syncs.count), "gateway-syncs")
 	b.ReportMetric(syncs.seconds, "s-in-gateway-syncs")
+	b.ReportMetric(1000*cpu["kube-apiserver"]/float64(routes*(brokers+1)), "apiserver-cpu-ms/service")
 	b.Logf("%d routes x %d brokers: routes created in %s; all %d Services and attachedRoutes=%d after %s; all route status after %s; operator writes while idle for 10s: %d",
 		routes, brokers, created.Round(time.Millisecond), routes*(brokers+1), routes, programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
 	kinds := framework.WritesByKind(writesDone[len(writesBefore):])
@@ -175,6 +178,11 @@ func BenchmarkGateway200Routes(b *testing.B) {
 		fmt.Printf("  operator writes, %d routes applied: %-40s %6d (%.2f per route)\n", routes, k, kinds[k], float64(kinds[k])/float64(routes))
 	}
 	fmt.Printf("  gateway syncs until all route status: %d, %.1f s in them\n", syncs.count, syncs.seconds)
+	services := float64(routes * (brokers + 1))
+	for _, name := range cpuNames {
+		fmt.Printf("  CPU until all route status: %-42s %7.1f s (%.2f ms per Service)\n", name, cpu[name], 1000*cpu[name]/services)
+	}
+	fmt.Printf("  load average at the end: %s\n", loadAverage())
 	if steady != 0 {
 		b.Errorf("the operator wrote %d times while nothing changed", steady)
 	}
@@ -222,4 +230,58 @@ func gatewaySyncs(b *testing.B) syncTotals {
 		}
 	}
 	return syncTotals{}
+}
+
+// cpuNames are the processes controlPlaneCPU reads: the control plane's, and this test process
+// (the operator, in-process, and the bench's own client).
+var cpuNames = []string{"kube-apiserver", "etcd", "kube-controller-manager", "operator and bench client (this process)"}
+
+// cpuSeconds are CPU seconds (user and system) by process name.
+type cpuSeconds map[string]float64
+
+func (a cpuSeconds) minus(b cpuSeconds) cpuSeconds {
+	out := cpuSeconds{}
+	for k, v := range a {
+		out[k] = v - b[k]
+	}
+	return out
+}
+
+// controlPlaneCPU reads the CPU seconds each process has used so far: CPU time, which the other
+// work on a shared host changes much less than wall time.
+func controlPlaneCPU() cpuSeconds {
+	out := cpuSeconds{}
+	for _, name := range cpuNames[:3] {
+		out[name] = processCPU(strconv.Itoa(cp.PID(name)))
+	}
+	out[cpuNames[3]] = processCPU("self")
+	return out
+}
+
+// processCPU is utime+stime of /proc/<pid>/stat, in seconds (USER_HZ is 100 on Linux).
+func processCPU(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: count from after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
