@@ -106,9 +106,11 @@ bench: controlplane ## Benchmarks: figures side by side from one run, not pass/f
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./pkg/binding
 	@echo "== gateway: pure translation of 200 routes x 10 brokers, and of 1,000 routes x 3 brokers on one gateway (config-bytes: the proxy configuration)"
 	$(GO) test -run '^$$' -bench 'BenchmarkTranslate(200|1000)Routes' ./pkg/gateway
-	@echo "== gateway: 200 routes x 10 brokers applied against the local control plane, then idle writes"
+	@echo "== gateway: 200 and 1,000 routes x 10 brokers applied against the local control plane (2,200 and 11,000 Services), control-plane CPU per Service, then idle writes"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) GATEWAY_BENCH_ROUTES=1000 \
+	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 45m ./test/gateway
 	@echo "== gateway: operator heap and RSS with 20,000 unrelated Secrets of 4 KiB in the cluster"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkOperatorMemory20kSecrets -benchtime=1x -timeout 30m ./test/gateway

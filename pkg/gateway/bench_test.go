@@ -21,7 +21,10 @@ func BenchmarkTranslate200Routes(b *testing.B) { benchTranslate(b, 200, 10) }
 func BenchmarkTranslate1000Routes(b *testing.B) { benchTranslate(b, 1000, 3) }
 
 func benchTranslate(b *testing.B, routes, brokers int) {
-	s := &Snapshot{Env: Environment{ClusterDomain: "svc.cluster.local", ProxyImage: "img", Now: time.Unix(0, 0)}}
+	// One Service per broker and per route bootstrap, plus the Deployment and its ConfigMap; the
+	// operator's bound on generated objects is raised to fit, as the operator's flag would be.
+	want := routes*(brokers+1) + 2
+	s := &Snapshot{Env: Environment{ClusterDomain: "svc.cluster.local", ProxyImage: "img", Now: time.Unix(0, 0), MaxGeneratedObjects: routes * (brokers + 1)}}
 	s.Gateway = &kroxyliciousv1alpha1.KafkaGateway{
 		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns"},
 		Spec: kroxyliciousv1alpha1.KafkaGatewaySpec{Listeners: []kroxyliciousv1alpha1.Listener{{
@@ -47,8 +50,6 @@ func benchTranslate(b *testing.B, routes, brokers int) {
 			}}},
 		})
 	}
-	// One Service per broker and per route bootstrap, plus the Deployment and its ConfigMap.
-	want := routes*(brokers+1) + 2
 	b.ReportAllocs()
 	var configBytes int
 	for b.Loop() {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -448,51 +449,40 @@ func (c *Controller) foreign(gw *kroxyliciousv1alpha1.KafkaGateway, objects []*u
 // apply writes each desired object whose applied hash (wellknown.AnnotationAppliedHash) differs,
 // then deletes generated objects that are no longer desired. An object whose hash matches the
 // desired one, and that still holds every applied field (see drift.go), is not written again, so
-// an idle operator makes no writes.
+// an idle operator makes no writes. The gateway's own objects (ConfigMap, Deployment, PDB, Secret
+// copies) are written one after the other in the translator's order; the per-host objects, which
+// are many and independent of each other, writesInFlight at a time.
 func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
-	logger := klog.FromContext(ctx)
-	owner := metav1.OwnerReference{
-		APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: gatewaymodel.KindGateway,
-		Name: gw.Name, UID: gw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
 	desired := map[gateway.ObjectKey]bool{}
-	applied, restored := 0, 0
+	var inOrder, perHost []applyStep
+	restored := 0
 	for _, o := range res.Objects {
 		desired[gateway.ObjectKey{Kind: o.GetKind(), Name: o.GetName()}] = true
-		gvr, ok := kindToGVR[o.GetKind()]
-		if !ok {
-			continue
-		}
-		o = o.DeepCopy()
-		o.SetOwnerReferences([]metav1.OwnerReference{owner})
-		hash, err := objectHash(o)
+		step, write, err := c.planApply(ctx, gw, o)
 		if err != nil {
 			return err
 		}
-		ann := o.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
+		if !write {
+			continue
 		}
-		ann[wellknown.AnnotationAppliedHash] = hash
-		o.SetAnnotations(ann)
-		if m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName()); m != nil && controlledBy(m, gw) && m.GetAnnotations()[wellknown.AnnotationAppliedHash] == hash {
-			live, err := liveFields(m)
-			if err != nil {
-				return err
-			}
-			field := drift(live, o.Object)
-			if field == "" {
-				continue
-			}
+		if step.restore {
 			restored++
-			logger.Info("Restoring a generated object changed by someone else", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()), "field", field)
 		}
-		if _, err := c.dynamic.Resource(gvr).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
-			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		if perHostKinds[o.GetKind()] {
+			perHost = append(perHost, step)
+		} else {
+			inOrder = append(inOrder, step)
 		}
-		applied++
-		logger.V(2).Info("Applied", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()))
 	}
+	for _, step := range inOrder {
+		if err := c.applyOne(ctx, step); err != nil {
+			return err
+		}
+	}
+	if err := inParallel(ctx, len(perHost), writesInFlight, func(ctx context.Context, i int) error { return c.applyOne(ctx, perHost[i]) }); err != nil {
+		return err
+	}
+	applied := len(inOrder) + len(perHost)
 	pruned, err := c.prune(ctx, gw, res.PruneKinds, desired)
 	if err != nil {
 		return err
@@ -503,6 +493,68 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 	if applied > restored || pruned > 0 {
 		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventApplied, "Applied %d and deleted %d generated objects", applied-restored, pruned)
 	}
+	return nil
+}
+
+// perHostKinds are the generated kinds of which a gateway has one or more per route host: many,
+// and independent of each other, so apply writes them concurrently.
+var perHostKinds = map[string]bool{gateway.KindService: true, gateway.KindRoute: true, gateway.KindTLSRoute: true}
+
+// applyStep is a desired object as apply writes it: owned by the gateway, with its applied hash.
+type applyStep struct {
+	obj *unstructured.Unstructured
+	gvr schema.GroupVersionResource
+	// restore: the hash matched but the live object no longer holds every applied field.
+	restore bool
+}
+
+// planApply prepares a desired object for writing, and reports whether it must be written: it
+// is missing, its applied hash differs, or it drifted.
+func (c *Controller) planApply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, o *unstructured.Unstructured) (applyStep, bool, error) {
+	gvr, ok := kindToGVR[o.GetKind()]
+	if !ok {
+		return applyStep{}, false, nil
+	}
+	o = o.DeepCopy()
+	o.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: kroxyliciousv1alpha1.SchemeGroupVersion.String(), Kind: gatewaymodel.KindGateway,
+		Name: gw.Name, UID: gw.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}})
+	hash, err := objectHash(o)
+	if err != nil {
+		return applyStep{}, false, err
+	}
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[wellknown.AnnotationAppliedHash] = hash
+	o.SetAnnotations(ann)
+	step := applyStep{obj: o, gvr: gvr}
+	m := c.existing(o.GetKind(), o.GetNamespace(), o.GetName())
+	if m == nil || !controlledBy(m, gw) || m.GetAnnotations()[wellknown.AnnotationAppliedHash] != hash {
+		return step, true, nil
+	}
+	live, err := liveFields(m)
+	if err != nil {
+		return applyStep{}, false, err
+	}
+	field := drift(live, o.Object)
+	if field == "" {
+		return applyStep{}, false, nil
+	}
+	step.restore = true
+	klog.FromContext(ctx).Info("Restoring a generated object changed by someone else", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()), "field", field)
+	return step, true, nil
+}
+
+// applyOne writes one object with server-side apply.
+func (c *Controller) applyOne(ctx context.Context, step applyStep) error {
+	o := step.obj
+	if _, err := c.dynamic.Resource(step.gvr).Namespace(o.GetNamespace()).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+	}
+	klog.FromContext(ctx).V(2).Info("Applied", "kind", o.GetKind(), "object", klog.KRef(o.GetNamespace(), o.GetName()))
 	return nil
 }
 
@@ -625,10 +677,11 @@ func (c *Controller) writeStatus(ctx context.Context, gw *kroxyliciousv1alpha1.K
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		for _, n := range names {
-			if err := c.writeRouteStatus(ctx, gw.Namespace, gw.Name, n, res.RouteParents[n], now); err != nil {
-				return err
-			}
+		// Each route's status is its own object: written writesInFlight at a time.
+		if err := inParallel(ctx, len(names), writesInFlight, func(ctx context.Context, i int) error {
+			return c.writeRouteStatus(ctx, gw.Namespace, gw.Name, names[i], res.RouteParents[names[i]], now)
+		}); err != nil {
+			return err
 		}
 	}
 	if res.PolicyAncestors != nil {
