@@ -6,7 +6,6 @@ package bindingcontroller
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	kafkalinkfake "github.com/kafkalink/kafkalink/generated/clientset/versioned/fake"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // writeFixture is a reconciler whose clients are fakes that record their actions.
@@ -47,12 +47,12 @@ func newWriteFixture(t *testing.T, live ...runtime.Object) *writeFixture {
 		// NewClientset tracks field managers, so a Secret's server-side apply behaves like the API
 		// server's (entries other managers own survive it).
 		kube: kubefake.NewClientset(live...),
-		// Its tracker does not know CRDs: the status apply is recorded and answered here.
+		// Its tracker does not know CRDs: the status update is recorded and answered here.
 		kafkalink: kafkalinkfake.NewSimpleClientset(),
 		recorder:  record.NewFakeRecorder(100),
 	}
-	f.kafkalink.PrependReactor("patch", "kafkaconnections", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, &kafkav1beta2.KafkaConnection{}, nil
+	f.kafkalink.PrependReactor("update", "kafkaconnections", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, a.(clienttesting.UpdateAction).GetObject(), nil
 	})
 	f.r = &reconciler{kube: f.kube, kafkalink: f.kafkalink, recorder: f.recorder, clock: clocktesting.NewFakePassiveClock(testNow)}
 	return f
@@ -80,7 +80,7 @@ func (f *writeFixture) writes() []string {
 }
 
 func newConnection(opts ...func(*kafkav1beta2.KafkaConnection)) *kafkav1beta2.KafkaConnection {
-	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "conn-uid", Generation: 2}}
+	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "conn-uid", Generation: 2, ResourceVersion: "41"}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -126,6 +126,27 @@ func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
 	return s
 }
 
+func withOthersMetadata(s *corev1.Secret) *corev1.Secret {
+	s.Labels["team"] = "a"
+	s.Annotations["note"] = "kept"
+	return s
+}
+
+func withoutLabels(s *corev1.Secret) *corev1.Secret {
+	s.Labels = nil
+	return s
+}
+
+// withTemplateOwned records in the Secret's managedFields that kafkalink set label k (by a
+// template), as the API server does.
+func withTemplateOwned(k string) func(*corev1.Secret) *corev1.Secret {
+	return func(s *corev1.Secret) *corev1.Secret {
+		s.ManagedFields = append(s.ManagedFields, metav1.ManagedFieldsEntry{Manager: controller.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + k + `":{}}}}`)}})
+		return s
+	}
+}
+
 // cached is the Secret as the binding informer caches it (data replaced by its digest).
 func cached(t *testing.T, s *corev1.Secret) *corev1.Secret {
 	out, err := digestBindingSecret(s.DeepCopy())
@@ -147,39 +168,53 @@ func TestApplySecret(t *testing.T) {
 		wantWrites []string
 		wantData   map[string][]byte // the live Secret's data after the call; nil when not checked
 		wantEvents int
+		// wantOthersKept: the label and annotation withOthersMetadata adds survive the write.
+		wantOthersKept bool
+		wantNoLabel    string // a label the write must have removed
 	}{
-		"a missing Secret is read live, then applied": {
+		"a missing Secret is created": {
 			conn:       newConnection(),
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"create secrets apps"},
 			wantData:   want,
 		},
 		"a Secret deleted by someone else is restored, with an event": {
 			conn:       newConnection(withBinding),
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"create secrets apps"},
 			wantData:   want, wantEvents: 1,
 		},
 		"an up-to-date Secret is not written": {
 			conn: newConnection(), live: newBindingSecret("conn-uid", want), cache: true,
 		},
-		"a stale Secret is applied": {
-			conn: newConnection(), live: newBindingSecret("conn-uid", stale), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
-			wantData:   want,
+		"a stale Secret is updated, keeping labels and annotations others added": {
+			conn: newConnection(), live: withOthersMetadata(newBindingSecret("conn-uid", stale)), cache: true,
+			wantWrites: []string{"update secrets apps"},
+			wantData:   want, wantOthersKept: true,
 		},
-		"entries added by hand are removed after the apply": {
+		"entries added by hand are removed in the same update": {
 			conn: newConnection(), live: newBindingSecret("conn-uid", handEdited), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml", "patch secrets apps/app application/merge-patch+json"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
 		},
-		"a template label added to the connection is applied": {
+		"an uncached Secret this connection controls (its label removed) is read when the create fails, then updated": {
+			conn: newConnection(), live: withoutLabels(newBindingSecret("conn-uid", stale)),
+			wantWrites: []string{"create secrets apps", "update secrets apps"},
+			wantData:   want,
+		},
+		"a template label added to the connection is written": {
 			conn: newConnection(withTemplateLabel("team", "a")), live: newBindingSecret("conn-uid", want), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
 		},
 		"a template label changed by hand is put back": {
 			conn: newConnection(withTemplateLabel("team", "a")), live: withLabel(newBindingSecret("conn-uid", want), "team", "b"), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
+		},
+		"a label removed from the template is removed, one another tool set stays": {
+			conn: newConnection(withTemplateLabel("tier", "gold")),
+			live: withTemplateOwned("team")(withLabel(withLabel(newBindingSecret("conn-uid", want), "team", "a"), "other", "b")), cache: true,
+			wantWrites: []string{"update secrets apps"},
+			wantData:   want, wantNoLabel: "team",
 		},
 		"another controller's label on the Secret is no reason to write": {
 			conn: newConnection(), live: withLabel(newBindingSecret("conn-uid", want), "other", "b"), cache: true,
@@ -188,8 +223,9 @@ func TestApplySecret(t *testing.T) {
 			conn: newConnection(), live: newBindingSecret("other-uid", stale), cache: true,
 			wantReason: ReasonSecretNotOwned, wantData: stale,
 		},
-		"an uncached Secret of that name is not adopted": {
+		"an uncached Secret of that name is not adopted (the create fails)": {
 			conn: newConnection(), live: newBindingSecret("", stale),
+			wantWrites: []string{"create secrets apps"},
 			wantReason: ReasonSecretNotOwned, wantData: stale,
 		},
 	}
@@ -237,7 +273,19 @@ func TestApplySecret(t *testing.T) {
 				t.Errorf("Secret data %q, want %q", s.Data, tc.wantData)
 			}
 			if tc.wantReason == "" && !upToDate(cached(t, s), meta, dataDigest(want)) || tc.wantReason == "" && !controlledBy(s, tc.conn) {
-				t.Errorf("applied Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
+				t.Errorf("written Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
+			}
+			if _, ok := s.Annotations[wellknown.AnnotationCachedDataSHA256]; ok {
+				t.Errorf("the cache's digest was written to the Secret: %v", s.Annotations)
+			}
+			if tc.wantOthersKept && (s.Labels["team"] != "a" || s.Annotations["note"] != "kept") {
+				t.Errorf("labels or annotations others added were lost: %+v", s.ObjectMeta)
+			}
+			if _, ok := s.Labels[tc.wantNoLabel]; ok && tc.wantNoLabel != "" {
+				t.Errorf("label %s of an earlier template was kept: %v", tc.wantNoLabel, s.Labels)
+			}
+			if tc.wantNoLabel != "" && s.Labels["other"] != "b" {
+				t.Errorf("another tool's label was removed: %v", s.Labels)
 			}
 		})
 	}
@@ -264,6 +312,7 @@ func TestWriteStatus(t *testing.T) {
 		wantTimeKept  bool
 		wantListener  string
 		wantCondition metav1.ConditionStatus
+		wantOthers    []string // condition types of other writers, kept after Ready
 	}{
 		"an unchanged status is not written": {conn: upToDate, want: bound()},
 		"a first bind is written without an event": {
@@ -276,6 +325,12 @@ func TestWriteStatus(t *testing.T) {
 		"a recovery is written with a Normal event": {
 			conn: newConnection(withReady(metav1.ConditionFalse, binding.ReasonKafkaNotFound, "no Kafka")), want: bound(),
 			wantWrite: true, wantEvents: []string{"Normal Bound bound"}, wantListener: "tls", wantCondition: metav1.ConditionTrue,
+		},
+		"another writer's condition is kept": {
+			conn: newConnection(func(c *kafkav1beta2.KafkaConnection) {
+				c.Status.Conditions = []metav1.Condition{{Type: "Audited", Status: metav1.ConditionTrue, Reason: "Checked"}}
+			}), want: bound(),
+			wantWrite: true, wantListener: "tls", wantCondition: metav1.ConditionTrue, wantOthers: []string{"Audited"},
 		},
 		"a new message keeps the transition time": {
 			conn: upToDate, want: func() kafkav1beta2.KafkaConnectionStatus {
@@ -294,7 +349,7 @@ func TestWriteStatus(t *testing.T) {
 			}
 			var wantWrites []string
 			if tc.wantWrite {
-				wantWrites = []string{"patch kafkaconnections/status apps/app application/apply-patch+yaml"}
+				wantWrites = []string{"update kafkaconnections/status apps"}
 			}
 			if got := f.writes(); !slices.Equal(got, wantWrites) {
 				t.Fatalf("writes %v, want %v", got, wantWrites)
@@ -309,16 +364,21 @@ func TestWriteStatus(t *testing.T) {
 			if !tc.wantWrite {
 				return
 			}
-			p := f.kafkalink.Actions()[0].(clienttesting.PatchActionImpl)
-			if p.PatchOptions.FieldManager != controller.FieldManager || p.PatchOptions.Force == nil || !*p.PatchOptions.Force {
-				t.Errorf("not a forced apply by %s: %+v", controller.FieldManager, p.PatchOptions)
+			u := f.kafkalink.Actions()[0].(clienttesting.UpdateActionImpl)
+			sent := u.GetObject().(*kafkav1beta2.KafkaConnection)
+			if u.UpdateOptions.FieldManager != controller.FieldManager {
+				t.Errorf("status updated by %q, want %s", u.UpdateOptions.FieldManager, controller.FieldManager)
 			}
-			var sent kafkav1beta2.KafkaConnection
-			if err := json.Unmarshal(p.GetPatch(), &sent); err != nil {
-				t.Fatal(err)
+			if sent.ResourceVersion != tc.conn.ResourceVersion || sent.ResourceVersion == "" {
+				t.Errorf("status update at resourceVersion %q, want the cached %q", sent.ResourceVersion, tc.conn.ResourceVersion)
 			}
-			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1 || sent.Status.Conditions[0].Status != tc.wantCondition {
-				t.Fatalf("applied status %+v", sent.Status)
+			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1+len(tc.wantOthers) || sent.Status.Conditions[0].Status != tc.wantCondition {
+				t.Fatalf("written status %+v", sent.Status)
+			}
+			for i, c := range tc.wantOthers {
+				if got := sent.Status.Conditions[1+i]; got.Type != c {
+					t.Errorf("condition %d is %q, want another writer's %q kept", 1+i, got.Type, c)
+				}
 			}
 			wantTime := testNow
 			if tc.wantTimeKept {

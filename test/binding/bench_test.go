@@ -73,17 +73,17 @@ func printScale(scale []benchFigures) {
 		return
 	}
 	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections):")
-	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | writes to Ready | per connection | idle writes |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | writes to Ready | per connection | kube-apiserver CPU ms per connection | idle writes |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, f := range scale {
 		k := float64(f.n) / 1000
 		added := "-"
 		if i > 0 {
 			added = fmt.Sprintf("%.1f", float64(f.hwm-scale[i-1].hwm)/float64(f.n-scale[i-1].n))
 		}
-		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
+		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %d | %.2f | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
 			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, added, len(f.ready),
-			float64(len(f.ready))/float64(f.n), len(f.idle))
+			float64(len(f.ready))/float64(f.n), ms(f.readyCPU.apiserver)/float64(f.n), len(f.idle))
 	}
 }
 
@@ -163,9 +163,9 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
-	renewal := time.Now()
+	renewal, renewCPU0 := time.Now(), cpuByProcess(cp, pid)
 	waitCount(b, op, renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
-	toRenew := time.Since(renewal)
+	toRenew, renewCPU := time.Since(renewal), cpuByProcess(cp, pid).since(renewCPU0)
 	h.metrics = "http://" + metrics + "/metrics"
 	h.waitQueueDrained()
 	renewalWrites := operatorWrites(b, cp)
@@ -177,7 +177,7 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	at := peak()
 	fmt.Printf("  operator RSS rose to its peak %.1fs after start (all Ready at %.1fs, CA renewal from %.1fs)\n",
 		at.Seconds(), toReady.Seconds(), renewal.Sub(start).Seconds())
-	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, readyCPU: readyCPU,
+	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, readyCPU: readyCPU, renewCPU: renewCPU,
 		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
 	report(b, f)
 	return f
@@ -190,7 +190,7 @@ type benchFigures struct {
 	floor                float64
 	toReady, toRenew     time.Duration
 	hwm, rss             int64
-	readyCPU             processCPU
+	readyCPU, renewCPU   processCPU
 	ready, renewal, idle []framework.AuditEvent
 }
 
@@ -246,6 +246,8 @@ func report(b *testing.B, f benchFigures) {
 	fmt.Printf("  CPU from start to all Ready:        operator %.1f s (%.2f cores), kube-apiserver %.1f s (%.2f), etcd %.1f s (%.2f), of %d cores\n",
 		f.readyCPU.operator.Seconds(), cores(f.readyCPU.operator), f.readyCPU.apiserver.Seconds(), cores(f.readyCPU.apiserver),
 		f.readyCPU.etcd.Seconds(), cores(f.readyCPU.etcd), runtime.NumCPU())
+	fmt.Printf("  kube-apiserver CPU per connection:  %.2f ms to Ready, %.2f ms in the CA renewal\n",
+		ms(f.readyCPU.apiserver)/float64(f.n), ms(f.renewCPU.apiserver)/float64(f.n))
 	printWrites([]phaseWrites{{"start -> all Ready", f.ready}, {"CA renewal", f.renewal}, {"idle 60 s", f.idle}}, f.n)
 }
 
