@@ -6,6 +6,7 @@ package bindingcontroller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,18 +43,20 @@ var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newWriteFixture makes the fakes; live are the objects the API server holds.
 func newWriteFixture(t *testing.T, live ...runtime.Object) *writeFixture {
+	return newWriteFixtureWith(t, nil, live...)
+}
+
+// newWriteFixtureWith makes the fakes with KafkaConnections conns too.
+func newWriteFixtureWith(t *testing.T, conns []runtime.Object, live ...runtime.Object) *writeFixture {
 	f := &writeFixture{
 		t: t,
 		// NewClientset tracks field managers, so a Secret's server-side apply behaves like the API
 		// server's (entries other managers own survive it).
 		kube: kubefake.NewClientset(live...),
-		// Its tracker does not know CRDs: the status update is recorded and answered here.
-		kafkalink: kafkalinkfake.NewSimpleClientset(),
+		// Its tracker applies the status's merge patch to the connections in conns.
+		kafkalink: kafkalinkfake.NewSimpleClientset(conns...),
 		recorder:  record.NewFakeRecorder(100),
 	}
-	f.kafkalink.PrependReactor("update", "kafkaconnections", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		return true, a.(clienttesting.UpdateAction).GetObject(), nil
-	})
 	f.r = &reconciler{kube: f.kube, kafkalink: f.kafkalink, recorder: f.recorder, clock: clocktesting.NewFakePassiveClock(testNow)}
 	return f
 }
@@ -343,13 +346,13 @@ func TestWriteStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newWriteFixture(t)
+			f := newWriteFixtureWith(t, []runtime.Object{tc.conn.DeepCopy()})
 			if err := f.r.writeStatus(context.Background(), tc.conn, tc.want, tc.failure); err != nil {
 				t.Fatal(err)
 			}
 			var wantWrites []string
 			if tc.wantWrite {
-				wantWrites = []string{"update kafkaconnections/status apps"}
+				wantWrites = []string{"patch kafkaconnections/status apps/app application/merge-patch+json"}
 			}
 			if got := f.writes(); !slices.Equal(got, wantWrites) {
 				t.Fatalf("writes %v, want %v", got, wantWrites)
@@ -364,13 +367,29 @@ func TestWriteStatus(t *testing.T) {
 			if !tc.wantWrite {
 				return
 			}
-			u := f.kafkalink.Actions()[0].(clienttesting.UpdateActionImpl)
-			sent := u.GetObject().(*kafkav1beta2.KafkaConnection)
-			if u.UpdateOptions.FieldManager != controller.FieldManager {
-				t.Errorf("status updated by %q, want %s", u.UpdateOptions.FieldManager, controller.FieldManager)
+			var p clienttesting.PatchActionImpl
+			for _, a := range f.kafkalink.Actions() {
+				if pa, ok := a.(clienttesting.PatchActionImpl); ok {
+					p = pa
+				}
 			}
-			if sent.ResourceVersion != tc.conn.ResourceVersion || sent.ResourceVersion == "" {
-				t.Errorf("status update at resourceVersion %q, want the cached %q", sent.ResourceVersion, tc.conn.ResourceVersion)
+			if p.PatchOptions.FieldManager != controller.FieldManager {
+				t.Errorf("status patched by %q, want %s", p.PatchOptions.FieldManager, controller.FieldManager)
+			}
+			var precondition struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := json.Unmarshal(p.GetPatch(), &precondition); err != nil || len(precondition.Metadata) != 1 ||
+				precondition.Metadata["resourceVersion"] != tc.conn.ResourceVersion {
+				t.Errorf("patch %s: want the cached resourceVersion %q as its only metadata", p.GetPatch(), tc.conn.ResourceVersion)
+			}
+			got, err := f.kafkalink.KafkaV1beta2().KafkaConnections("apps").Get(context.Background(), "app", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent := got
+			if !sameStatus(&sent.Status, &tc.want) {
+				t.Errorf("status after the patch %+v, want %+v", sent.Status, tc.want)
 			}
 			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1+len(tc.wantOthers) || sent.Status.Conditions[0].Status != tc.wantCondition {
 				t.Fatalf("written status %+v", sent.Status)

@@ -154,10 +154,12 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	cpu0 := cpuByProcess(cp, pid)
 	peak := watchRSS(b, pid)
 	printCPU := cpuTop(b, metrics, binary, 15*time.Second)
+	printAPICPU := apiserverCPUTop(b, cp, 10*time.Second)
 	waitCount(b, op, ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
 	readyCPU := cpuByProcess(cp, pid).since(cpu0)
 	printCPU()
+	printAPICPU()
 	readyWrites := operatorWrites(b, cp)
 	heapTop(b, metrics, binary, "at-ready")
 
