@@ -25,7 +25,7 @@ func staleTemplateKeys(s *corev1.Secret, meta binding.SecretMeta) (labels, annot
 		if mf.Manager != controller.FieldManager || mf.Subresource != "" || mf.FieldsV1 == nil {
 			continue
 		}
-		l, a := metadataKeys(mf.FieldsV1.Raw)
+		l, a := metadataKeys(mf.FieldsV1.GetRawBytes())
 		labels = appendMissing(labels, l, meta.Labels)
 		annotations = appendMissing(annotations, a, meta.Annotations)
 	}

@@ -14,7 +14,7 @@ import (
 
 func TestStaleTemplateKeys(t *testing.T) {
 	entry := func(manager, subresource, raw string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: subresource, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Subresource: subresource, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)}
 	}
 	meta := binding.SecretMeta{Labels: map[string]string{"kafkalink.io/binding": "kafkaconnection", "tier": "gold"},
 		Annotations: map[string]string{"kafkalink.io/applied-hash": "h"}}

@@ -19,7 +19,7 @@ func TestStatusPatch(t *testing.T) {
 		patch     string
 	}{
 		"a first status is written whole": {
-			want: bound,
+			want:  bound,
 			patch: `{"metadata":{"resourceVersion":"7"},"status":{"binding":{"name":"app"},"bootstrapServers":"k:9093","conditions":[{"lastTransitionTime":null,"message":"bound","observedGeneration":1,"reason":"Bound","status":"True","type":"Ready"}],"listener":"tls","observedGeneration":1,"stretch":{"addressing":"a","clusters":["c1"]}}}`,
 		},
 		"only what changed goes, nested objects member by member": {

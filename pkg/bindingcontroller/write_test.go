@@ -145,7 +145,7 @@ func withoutLabels(s *corev1.Secret) *corev1.Secret {
 func withTemplateOwned(k string) func(*corev1.Secret) *corev1.Secret {
 	return func(s *corev1.Secret) *corev1.Secret {
 		s.ManagedFields = append(s.ManagedFields, metav1.ManagedFieldsEntry{Manager: controller.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:` + k + `":{}}}}`)}})
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:` + k + `":{}}}}`)})
 		return s
 	}
 }

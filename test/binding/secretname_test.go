@@ -170,7 +170,7 @@ func (h *harness) statusLeavesOthersFields(t *testing.T) {
 	var owned string
 	for _, mf := range got.ManagedFields {
 		if mf.Manager == "gitops" && mf.FieldsV1 != nil {
-			owned += string(mf.FieldsV1.Raw)
+			owned += mf.FieldsV1.GetRawString()
 		}
 	}
 	for _, f := range []string{`"f:example.com/team"`, `"f:` + corev1.LastAppliedConfigAnnotation + `"`} {
