@@ -591,11 +591,10 @@ func (r *reconciler) writeStatus(ctx context.Context, conn *kafkav1beta2.KafkaCo
 
 // updateStatus writes want as the connection's status: a JSON merge patch of the status alone,
 // with the cached resourceVersion as its precondition (a stale cache fails with a conflict and
-// the connection is retried). Not a server-side apply, because the API server spends less CPU on
-// the patch (docs/scale.md); not an update either, because an update sends the whole object, and
-// the API server would take what the cache left out (managedFields, kubectl's last-applied copy)
-// as removed and take those fields from their owners' managedFields. The patch holds only what
-// changed. Conditions of other types are kept, as the apply kept them.
+// the connection is retried). Not a server-side apply: the API server spends less CPU on the patch
+// (docs/scale.md). An update at the same resourceVersion costs about the same, but sends the whole
+// cached object; the patch holds only what changed and does not depend on what the cache keeps
+// of the object. Conditions of other types are kept, as the apply kept them.
 func (r *reconciler) updateStatus(ctx context.Context, conn *kafkav1beta2.KafkaConnection, want kafkav1beta2.KafkaConnectionStatus) error {
 	for _, c := range conn.Status.Conditions {
 		if c.Type != ConditionReady {

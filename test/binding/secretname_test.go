@@ -154,8 +154,8 @@ func (h *harness) checkNoSecret(ns, name string) {
 
 // statusLeavesOthersFields: kafkalink's status write leaves the connection's other field managers
 // their fields. A GitOps tool's ownership of a label and of kubectl's last-applied copy (which
-// kafkalink's cache drops) survives the bind; an update of the whole cached object would have
-// taken both from it, so the tool would no longer remove them when its manifest does.
+// kafkalink's cache drops) survives the bind, so the tool still removes them when its manifest
+// does.
 func (h *harness) statusLeavesOthersFields(t *testing.T) {
 	h.t = t
 	ns := h.namespace("managers")
