@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/clock"
 
 	kafkav1beta2 "github.com/kafkalink/kafkalink/apis/kafka/v1beta2"
-	kafkav1beta2ac "github.com/kafkalink/kafkalink/generated/applyconfiguration/kafka/v1beta2"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
 	"github.com/kafkalink/kafkalink/pkg/member"
@@ -271,37 +270,17 @@ func (r *reconciler) finalize(ctx context.Context, conn *kafkav1beta2.KafkaConne
 	if !allGone {
 		return nil
 	}
-	return r.setFinalizer(ctx, conn, false)
-}
-
-// setFinalizer adds or removes FinalizerMemberBindings when it is not already so.
-func (r *reconciler) setFinalizer(ctx context.Context, conn *kafkav1beta2.KafkaConnection, want bool) error {
-	patch := controller.FinalizerPatch(conn, FinalizerMemberBindings, want)
-	if patch == nil {
-		return nil
-	}
-	_, err := r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: controller.FieldManager})
+	_, err := r.setFinalizer(ctx, conn, false)
 	return err
 }
 
-// targetStatusApply is status.targets as an apply configuration.
-func targetStatusApply(targets []kafkav1beta2.TargetStatus) []*kafkav1beta2ac.TargetStatusApplyConfiguration {
-	var out []*kafkav1beta2ac.TargetStatusApplyConfiguration
-	for _, t := range targets {
-		cluster := kafkav1beta2ac.ClusterTarget().WithSecret(t.Cluster.Secret)
-		if t.Cluster.ClusterURL != "" {
-			cluster.WithClusterURL(t.Cluster.ClusterURL)
-		}
-		ac := kafkav1beta2ac.TargetStatus().WithName(t.Name).WithCluster(cluster).WithNamespace(t.Namespace).
-			WithReachable(t.Reachable).WithSynced(t.Synced)
-		if t.LastSyncTime != nil {
-			ac.WithLastSyncTime(*t.LastSyncTime)
-		}
-		if t.Message != "" {
-			ac.WithMessage(t.Message)
-		}
-		out = append(out, ac)
+// setFinalizer adds or removes FinalizerMemberBindings when it is not already so. It returns the
+// connection as written (conn when unchanged), whose resourceVersion the status update needs.
+func (r *reconciler) setFinalizer(ctx context.Context, conn *kafkav1beta2.KafkaConnection, want bool) (*kafkav1beta2.KafkaConnection, error) {
+	patch := controller.FinalizerPatch(conn, FinalizerMemberBindings, want)
+	if patch == nil {
+		return conn, nil
 	}
-	return out
+	return r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: controller.FieldManager})
 }

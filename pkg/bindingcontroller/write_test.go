@@ -27,6 +27,7 @@ import (
 	kafkalinkfake "github.com/kafkalink/kafkalink/generated/clientset/versioned/fake"
 	"github.com/kafkalink/kafkalink/pkg/binding"
 	"github.com/kafkalink/kafkalink/pkg/controller"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // writeFixture is a reconciler whose clients are fakes that record their actions.
@@ -42,18 +43,20 @@ var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newWriteFixture makes the fakes; live are the objects the API server holds.
 func newWriteFixture(t *testing.T, live ...runtime.Object) *writeFixture {
+	return newWriteFixtureWith(t, nil, live...)
+}
+
+// newWriteFixtureWith makes the fakes with KafkaConnections conns too.
+func newWriteFixtureWith(t *testing.T, conns []runtime.Object, live ...runtime.Object) *writeFixture {
 	f := &writeFixture{
 		t: t,
 		// NewClientset tracks field managers, so a Secret's server-side apply behaves like the API
 		// server's (entries other managers own survive it).
 		kube: kubefake.NewClientset(live...),
-		// Its tracker does not know CRDs: the status apply is recorded and answered here.
-		kafkalink: kafkalinkfake.NewSimpleClientset(),
+		// Its tracker applies the status's merge patch to the connections in conns.
+		kafkalink: kafkalinkfake.NewSimpleClientset(conns...),
 		recorder:  record.NewFakeRecorder(100),
 	}
-	f.kafkalink.PrependReactor("patch", "kafkaconnections", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, &kafkav1beta2.KafkaConnection{}, nil
-	})
 	f.r = &reconciler{kube: f.kube, kafkalink: f.kafkalink, recorder: f.recorder, clock: clocktesting.NewFakePassiveClock(testNow)}
 	return f
 }
@@ -80,7 +83,7 @@ func (f *writeFixture) writes() []string {
 }
 
 func newConnection(opts ...func(*kafkav1beta2.KafkaConnection)) *kafkav1beta2.KafkaConnection {
-	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "conn-uid", Generation: 2}}
+	c := &kafkav1beta2.KafkaConnection{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app", UID: "conn-uid", Generation: 2, ResourceVersion: "41"}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -126,6 +129,27 @@ func newBindingSecret(owner types.UID, data map[string][]byte) *corev1.Secret {
 	return s
 }
 
+func withOthersMetadata(s *corev1.Secret) *corev1.Secret {
+	s.Labels["team"] = "a"
+	s.Annotations["note"] = "kept"
+	return s
+}
+
+func withoutLabels(s *corev1.Secret) *corev1.Secret {
+	s.Labels = nil
+	return s
+}
+
+// withTemplateOwned records in the Secret's managedFields that kafkalink set label k (by a
+// template), as the API server does.
+func withTemplateOwned(k string) func(*corev1.Secret) *corev1.Secret {
+	return func(s *corev1.Secret) *corev1.Secret {
+		s.ManagedFields = append(s.ManagedFields, metav1.ManagedFieldsEntry{Manager: controller.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:` + k + `":{}}}}`)})
+		return s
+	}
+}
+
 // cached is the Secret as the binding informer caches it (data replaced by its digest).
 func cached(t *testing.T, s *corev1.Secret) *corev1.Secret {
 	out, err := digestBindingSecret(s.DeepCopy())
@@ -147,39 +171,53 @@ func TestApplySecret(t *testing.T) {
 		wantWrites []string
 		wantData   map[string][]byte // the live Secret's data after the call; nil when not checked
 		wantEvents int
+		// wantOthersKept: the label and annotation withOthersMetadata adds survive the write.
+		wantOthersKept bool
+		wantNoLabel    string // a label the write must have removed
 	}{
-		"a missing Secret is read live, then applied": {
+		"a missing Secret is created": {
 			conn:       newConnection(),
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"create secrets apps"},
 			wantData:   want,
 		},
 		"a Secret deleted by someone else is restored, with an event": {
 			conn:       newConnection(withBinding),
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"create secrets apps"},
 			wantData:   want, wantEvents: 1,
 		},
 		"an up-to-date Secret is not written": {
 			conn: newConnection(), live: newBindingSecret("conn-uid", want), cache: true,
 		},
-		"a stale Secret is applied": {
-			conn: newConnection(), live: newBindingSecret("conn-uid", stale), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
-			wantData:   want,
+		"a stale Secret is updated, keeping labels and annotations others added": {
+			conn: newConnection(), live: withOthersMetadata(newBindingSecret("conn-uid", stale)), cache: true,
+			wantWrites: []string{"update secrets apps"},
+			wantData:   want, wantOthersKept: true,
 		},
-		"entries added by hand are removed after the apply": {
+		"entries added by hand are removed in the same update": {
 			conn: newConnection(), live: newBindingSecret("conn-uid", handEdited), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml", "patch secrets apps/app application/merge-patch+json"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
 		},
-		"a template label added to the connection is applied": {
+		"an uncached Secret this connection controls (its label removed) is read when the create fails, then updated": {
+			conn: newConnection(), live: withoutLabels(newBindingSecret("conn-uid", stale)),
+			wantWrites: []string{"create secrets apps", "update secrets apps"},
+			wantData:   want,
+		},
+		"a template label added to the connection is written": {
 			conn: newConnection(withTemplateLabel("team", "a")), live: newBindingSecret("conn-uid", want), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
 		},
 		"a template label changed by hand is put back": {
 			conn: newConnection(withTemplateLabel("team", "a")), live: withLabel(newBindingSecret("conn-uid", want), "team", "b"), cache: true,
-			wantWrites: []string{"patch secrets apps/app application/apply-patch+yaml"},
+			wantWrites: []string{"update secrets apps"},
 			wantData:   want,
+		},
+		"a label removed from the template is removed, one another tool set stays": {
+			conn: newConnection(withTemplateLabel("tier", "gold")),
+			live: withTemplateOwned("team")(withLabel(withLabel(newBindingSecret("conn-uid", want), "team", "a"), "other", "b")), cache: true,
+			wantWrites: []string{"update secrets apps"},
+			wantData:   want, wantNoLabel: "team",
 		},
 		"another controller's label on the Secret is no reason to write": {
 			conn: newConnection(), live: withLabel(newBindingSecret("conn-uid", want), "other", "b"), cache: true,
@@ -188,8 +226,9 @@ func TestApplySecret(t *testing.T) {
 			conn: newConnection(), live: newBindingSecret("other-uid", stale), cache: true,
 			wantReason: ReasonSecretNotOwned, wantData: stale,
 		},
-		"an uncached Secret of that name is not adopted": {
+		"an uncached Secret of that name is not adopted (the create fails)": {
 			conn: newConnection(), live: newBindingSecret("", stale),
+			wantWrites: []string{"create secrets apps"},
 			wantReason: ReasonSecretNotOwned, wantData: stale,
 		},
 	}
@@ -237,7 +276,19 @@ func TestApplySecret(t *testing.T) {
 				t.Errorf("Secret data %q, want %q", s.Data, tc.wantData)
 			}
 			if tc.wantReason == "" && !upToDate(cached(t, s), meta, dataDigest(want)) || tc.wantReason == "" && !controlledBy(s, tc.conn) {
-				t.Errorf("applied Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
+				t.Errorf("written Secret lacks the binding's type, labels or controller: %+v", s.ObjectMeta)
+			}
+			if _, ok := s.Annotations[wellknown.AnnotationCachedDataSHA256]; ok {
+				t.Errorf("the cache's digest was written to the Secret: %v", s.Annotations)
+			}
+			if tc.wantOthersKept && (s.Labels["team"] != "a" || s.Annotations["note"] != "kept") {
+				t.Errorf("labels or annotations others added were lost: %+v", s.ObjectMeta)
+			}
+			if _, ok := s.Labels[tc.wantNoLabel]; ok && tc.wantNoLabel != "" {
+				t.Errorf("label %s of an earlier template was kept: %v", tc.wantNoLabel, s.Labels)
+			}
+			if tc.wantNoLabel != "" && s.Labels["other"] != "b" {
+				t.Errorf("another tool's label was removed: %v", s.Labels)
 			}
 		})
 	}
@@ -264,6 +315,7 @@ func TestWriteStatus(t *testing.T) {
 		wantTimeKept  bool
 		wantListener  string
 		wantCondition metav1.ConditionStatus
+		wantOthers    []string // condition types of other writers, kept after Ready
 	}{
 		"an unchanged status is not written": {conn: upToDate, want: bound()},
 		"a first bind is written without an event": {
@@ -277,6 +329,12 @@ func TestWriteStatus(t *testing.T) {
 			conn: newConnection(withReady(metav1.ConditionFalse, binding.ReasonKafkaNotFound, "no Kafka")), want: bound(),
 			wantWrite: true, wantEvents: []string{"Normal Bound bound"}, wantListener: "tls", wantCondition: metav1.ConditionTrue,
 		},
+		"another writer's condition is kept": {
+			conn: newConnection(func(c *kafkav1beta2.KafkaConnection) {
+				c.Status.Conditions = []metav1.Condition{{Type: "Audited", Status: metav1.ConditionTrue, Reason: "Checked"}}
+			}), want: bound(),
+			wantWrite: true, wantListener: "tls", wantCondition: metav1.ConditionTrue, wantOthers: []string{"Audited"},
+		},
 		"a new message keeps the transition time": {
 			conn: upToDate, want: func() kafkav1beta2.KafkaConnectionStatus {
 				st := bound()
@@ -288,13 +346,13 @@ func TestWriteStatus(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			f := newWriteFixture(t)
+			f := newWriteFixtureWith(t, []runtime.Object{tc.conn.DeepCopy()})
 			if err := f.r.writeStatus(context.Background(), tc.conn, tc.want, tc.failure); err != nil {
 				t.Fatal(err)
 			}
 			var wantWrites []string
 			if tc.wantWrite {
-				wantWrites = []string{"patch kafkaconnections/status apps/app application/apply-patch+yaml"}
+				wantWrites = []string{"patch kafkaconnections/status apps/app application/merge-patch+json"}
 			}
 			if got := f.writes(); !slices.Equal(got, wantWrites) {
 				t.Fatalf("writes %v, want %v", got, wantWrites)
@@ -309,16 +367,37 @@ func TestWriteStatus(t *testing.T) {
 			if !tc.wantWrite {
 				return
 			}
-			p := f.kafkalink.Actions()[0].(clienttesting.PatchActionImpl)
-			if p.PatchOptions.FieldManager != controller.FieldManager || p.PatchOptions.Force == nil || !*p.PatchOptions.Force {
-				t.Errorf("not a forced apply by %s: %+v", controller.FieldManager, p.PatchOptions)
+			var p clienttesting.PatchActionImpl
+			for _, a := range f.kafkalink.Actions() {
+				if pa, ok := a.(clienttesting.PatchActionImpl); ok {
+					p = pa
+				}
 			}
-			var sent kafkav1beta2.KafkaConnection
-			if err := json.Unmarshal(p.GetPatch(), &sent); err != nil {
+			if p.PatchOptions.FieldManager != controller.FieldManager {
+				t.Errorf("status patched by %q, want %s", p.PatchOptions.FieldManager, controller.FieldManager)
+			}
+			var precondition struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := json.Unmarshal(p.GetPatch(), &precondition); err != nil || len(precondition.Metadata) != 1 ||
+				precondition.Metadata["resourceVersion"] != tc.conn.ResourceVersion {
+				t.Errorf("patch %s: want the cached resourceVersion %q as its only metadata", p.GetPatch(), tc.conn.ResourceVersion)
+			}
+			got, err := f.kafkalink.KafkaV1beta2().KafkaConnections("apps").Get(context.Background(), "app", metav1.GetOptions{})
+			if err != nil {
 				t.Fatal(err)
 			}
-			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1 || sent.Status.Conditions[0].Status != tc.wantCondition {
-				t.Fatalf("applied status %+v", sent.Status)
+			sent := got
+			if !sameStatus(&sent.Status, &tc.want) {
+				t.Errorf("status after the patch %+v, want %+v", sent.Status, tc.want)
+			}
+			if sent.Status.Listener != tc.wantListener || len(sent.Status.Conditions) != 1+len(tc.wantOthers) || sent.Status.Conditions[0].Status != tc.wantCondition {
+				t.Fatalf("written status %+v", sent.Status)
+			}
+			for i, c := range tc.wantOthers {
+				if got := sent.Status.Conditions[1+i]; got.Type != c {
+					t.Errorf("condition %d is %q, want another writer's %q kept", 1+i, got.Type, c)
+				}
 			}
 			wantTime := testNow
 			if tc.wantTimeKept {

@@ -178,3 +178,48 @@ func heapAlloc(b *testing.B, metrics string) int64 {
 	}
 	return 0
 }
+
+// apiserverCPUTop profiles kube-apiserver's CPU (its /debug/pprof, on by default) for d from now,
+// in the background, when BINDING_BENCH_APISERVER_PROFILE is set (to the seconds; it overrides d); the returned function waits
+// for the profile and prints its top functions, flat and cumulative. Off by default: the
+// profiler's own cost would be in the CPU figures.
+func apiserverCPUTop(b *testing.B, cp *framework.ControlPlane, d time.Duration) (print func()) {
+	secs, err := strconv.Atoi(os.Getenv("BINDING_BENCH_APISERVER_PROFILE"))
+	if err != nil || secs <= 0 {
+		return func() {}
+	}
+	d = time.Duration(secs) * time.Second
+	done := make(chan string, 1)
+	go func() {
+		file, err := saveAPIServerProfile(cp, d)
+		if err != nil {
+			b.Logf("kube-apiserver CPU profile: %v", err)
+		}
+		done <- file
+	}()
+	return func() {
+		if file := <-done; file != "" {
+			binary := filepath.Join(os.Getenv("KAFKALINK_CONTROLPLANE_BIN"), "kube-apiserver")
+			printTop(b, binary, file, fmt.Sprintf("kube-apiserver CPU, first %s after the operator's start", d), "-nodecount=40")
+			printTop(b, binary, file, fmt.Sprintf("kube-apiserver CPU, first %s after the operator's start, cumulative", d), "-cum")
+		}
+	}
+}
+
+// saveAPIServerProfile profiles kube-apiserver's CPU for d and saves the profile to a file.
+func saveAPIServerProfile(cp *framework.ControlPlane, d time.Duration) (string, error) {
+	raw, err := cp.Client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+		Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(context.Background())
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(os.TempDir(), fmt.Sprintf("kube-apiserver-cpu-%d.pb.gz", time.Now().UnixNano()))
+	return file, os.WriteFile(file, raw, 0o600)
+}
+
+// printAPIServerTop prints a kube-apiserver CPU profile's top functions, flat and cumulative.
+func printAPIServerTop(b *testing.B, file, when string) {
+	binary := filepath.Join(os.Getenv("KAFKALINK_CONTROLPLANE_BIN"), "kube-apiserver")
+	printTop(b, binary, file, "kube-apiserver CPU, "+when, "-nodecount=40")
+	printTop(b, binary, file, "kube-apiserver CPU, "+when+", cumulative", "-cum", "-nodecount=60")
+}

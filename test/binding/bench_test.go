@@ -73,8 +73,8 @@ func printScale(scale []benchFigures) {
 		return
 	}
 	fmt.Println("\nkafkalink-operator by size (default flags; per 1k = the figure per 1,000 connections; per added connection = growth from the row above):")
-	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | live heap at Ready MB | KiB per added connection | writes to Ready | per connection | idle writes |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| connections | to Ready s | per 1k | CA renewal s | per 1k | peak RSS MiB | KiB per added connection | live heap at Ready MB | KiB per added connection | writes to Ready | per connection | kube-apiserver CPU ms per connection | idle writes |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for i, f := range scale {
 		k := float64(f.n) / 1000
 		addedRSS, addedLive := "-", "-"
@@ -83,9 +83,9 @@ func printScale(scale []benchFigures) {
 			addedRSS = fmt.Sprintf("%.1f", float64(f.hwm-scale[i-1].hwm)/added)
 			addedLive = fmt.Sprintf("%.1f", float64(f.live-scale[i-1].live)/1024/added)
 		}
-		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %.1f | %s | %d | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
+		fmt.Printf("| %d | %.1f | %.2f | %.1f | %.2f | %.1f | %s | %.1f | %s | %d | %.2f | %.2f | %d |\n", f.n, f.toReady.Seconds(), f.toReady.Seconds()/k,
 			f.toRenew.Seconds(), f.toRenew.Seconds()/k, float64(f.hwm)/1024, addedRSS, float64(f.live)/1e6, addedLive, len(f.ready),
-			float64(len(f.ready))/float64(f.n), len(f.idle))
+			float64(len(f.ready))/float64(f.n), ms(f.readyCPU.apiserver)/float64(f.n), len(f.idle))
 	}
 }
 
@@ -156,30 +156,34 @@ func benchConnections(b *testing.B, n int, pkg string) benchFigures {
 	cpu0 := cpuByProcess(cp, pid)
 	peak := watchRSS(b, pid)
 	printCPU := cpuTop(b, metrics, binary, 15*time.Second)
+	printAPICPU := apiserverCPUTop(b, cp, 10*time.Second)
 	waitCount(b, op, ready, int64(n), "Ready connections", 30*time.Minute)
 	toReady := time.Since(start)
 	readyCPU := cpuByProcess(cp, pid).since(cpu0)
 	printCPU()
+	printAPICPU()
 	readyWrites := operatorWrites(b, cp)
 	live := heapTop(b, metrics, binary, "at-ready") // after a forced collection: what is live
 
 	must(b, h.updateSecret(ns, "big-cluster-ca-cert", map[string][]byte{
 		"ca.crt": caNew.CertPEM, "ca-2025-01-01T00-00-00Z.crt": caOld.CertPEM}))
-	renewal := time.Now()
+	renewal, renewCPU0 := time.Now(), cpuByProcess(cp, pid)
 	waitCount(b, op, renewed, int64(n), "Secrets trusting both CAs", 30*time.Minute)
-	toRenew := time.Since(renewal)
+	toRenew, renewCPU := time.Since(renewal), cpuByProcess(cp, pid).since(renewCPU0)
 	h.metrics = "http://" + metrics + "/metrics"
 	h.waitQueueDrained()
 	renewalWrites := operatorWrites(b, cp)
 
 	// Idle: nothing changes for 60 s after the queue drained.
+	idleCPU0 := cpuByProcess(cp, pid)
 	time.Sleep(60 * time.Second)
+	idleCPU := cpuByProcess(cp, pid).since(idleCPU0)
 	idleWrites := operatorWrites(b, cp)
 	hwm, rss := framework.ProcessMemory(b, pid)
 	at := peak()
 	fmt.Printf("  operator RSS rose to its peak %.1fs after start (all Ready at %.1fs, CA renewal from %.1fs)\n",
 		at.Seconds(), toReady.Seconds(), renewal.Sub(start).Seconds())
-	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, live: live, readyCPU: readyCPU,
+	f := benchFigures{pkg: pkg, n: n, floor: floor, toReady: toReady, toRenew: toRenew, hwm: hwm, rss: rss, live: live, readyCPU: readyCPU, renewCPU: renewCPU, idleCPU: idleCPU,
 		ready: readyWrites, renewal: renewalWrites[len(readyWrites):], idle: idleWrites[len(renewalWrites):]}
 	report(b, f)
 	return f
@@ -193,7 +197,8 @@ type benchFigures struct {
 	toReady, toRenew     time.Duration
 	hwm, rss             int64
 	live                 int64 // bytes of Go heap in use at Ready, just after a collection
-	readyCPU             processCPU
+	readyCPU, renewCPU   processCPU
+	idleCPU              processCPU // in the 60 s idle phase
 	ready, renewal, idle []framework.AuditEvent
 }
 
@@ -250,6 +255,15 @@ func report(b *testing.B, f benchFigures) {
 	fmt.Printf("  CPU from start to all Ready:        operator %.1f s (%.2f cores), kube-apiserver %.1f s (%.2f), etcd %.1f s (%.2f), of %d cores\n",
 		f.readyCPU.operator.Seconds(), cores(f.readyCPU.operator), f.readyCPU.apiserver.Seconds(), cores(f.readyCPU.apiserver),
 		f.readyCPU.etcd.Seconds(), cores(f.readyCPU.etcd), runtime.NumCPU())
+	fmt.Printf("  kube-apiserver CPU per connection:  %.2f ms to Ready, %.2f ms in the CA renewal\n",
+		ms(f.readyCPU.apiserver)/float64(f.n), ms(f.renewCPU.apiserver)/float64(f.n))
+	// kube-apiserver spends CPU when nothing is asked of it (its own controllers, bookmarks); on a
+	// busy host that stretches the phase, that part grows with the phase's length, not with the
+	// connections, so it is printed apart and taken off.
+	idleRate := f.idleCPU.apiserver.Seconds() / 60
+	fmt.Printf("  kube-apiserver CPU idle:            %.2f cores; less that rate, per connection: %.2f ms to Ready, %.2f ms in the CA renewal\n",
+		idleRate, (ms(f.readyCPU.apiserver)-1000*idleRate*f.toReady.Seconds())/float64(f.n),
+		(ms(f.renewCPU.apiserver)-1000*idleRate*f.toRenew.Seconds())/float64(f.n))
 	printWrites([]phaseWrites{{"start -> all Ready", f.ready}, {"CA renewal", f.renewal}, {"idle 60 s", f.idle}}, f.n)
 }
 

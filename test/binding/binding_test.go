@@ -41,6 +41,7 @@ func runScenarios(t *testing.T, strimziVersion string, kind operatorKind) {
 	t.Run("a Secret deleted or edited by hand is restored", h.secretRestored)
 	t.Run("deleting the KafkaConnection deletes its Secret through garbage collection", h.garbageCollected)
 	t.Run("a binding Secret of the user's name, labels and annotations; a rename; a foreign Secret refused", h.secretNameAndMetadata)
+	t.Run("the status write leaves other field managers their fields", h.statusLeavesOthersFields)
 	t.Run("a franz-go client configured from the operator's Secret produces and consumes over SASL_SSL", h.realClient)
 	if strimziVersion != "0.45.0" { // the tlsroute listener type came after 0.45
 		t.Run("a tlsroute listener with tls: false is bound as TLS to the Gateway, trusting its certificate", h.tlsrouteThroughGateway)

@@ -2,6 +2,7 @@ package binding_test
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,5 +149,33 @@ func (h *harness) checkNoSecret(ns, name string) {
 	h.t.Helper()
 	if _, err := h.kube.CoreV1().Secrets(ns).Get(h.ctx, name, metav1.GetOptions{}); err == nil {
 		h.t.Errorf("Secret %s/%s exists: the binding has a name of its own", ns, name)
+	}
+}
+
+// statusLeavesOthersFields: kafkalink's status write leaves the connection's other field managers
+// their fields. A GitOps tool's ownership of a label and of kubectl's last-applied copy (which
+// kafkalink's cache drops) survives the bind, so the tool still removes them when its manifest
+// does.
+func (h *harness) statusLeavesOthersFields(t *testing.T) {
+	h.t = t
+	ns := h.namespace("managers")
+	h.setKafka(ns, "my-cluster", []listener{plain}, nil)
+	c := connection(ns, "app", "my-cluster", "", "", "")
+	c.Labels = map[string]string{"example.com/team": "payments"}
+	c.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"kind":"KafkaConnection"}`}
+	if _, err := h.kl.KafkaV1beta2().KafkaConnections(ns).Create(h.ctx, c, metav1.CreateOptions{FieldManager: "gitops"}); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitReason(ns, "app", "Bound")
+	var owned string
+	for _, mf := range got.ManagedFields {
+		if mf.Manager == "gitops" && mf.FieldsV1 != nil {
+			owned += mf.FieldsV1.GetRawString()
+		}
+	}
+	for _, f := range []string{`"f:example.com/team"`, `"f:` + corev1.LastAppliedConfigAnnotation + `"`} {
+		if !strings.Contains(owned, f) {
+			t.Errorf("the creating manager no longer owns %s after the status write; its fields: %s", f, owned)
+		}
 	}
 }
