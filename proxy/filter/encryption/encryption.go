@@ -599,15 +599,22 @@ func (e *encryptor) encryptDirect(ctx context.Context, out, b []byte, v *batchVi
 		return nil, err
 	}
 	s := e.directSealer(kekID, topic, d, first)
-	if err := x.Allowance.Reserve(len(b) + len(v.records)*s.growth()); err != nil {
+	// Memory is reserved before it is allocated: the whole partition's buffer when it is made
+	// (a small first batch must not let a large buffer through), later only what outgrows it.
+	need := len(b) + len(v.records)*s.growth()
+	if out == nil {
+		need = 0
+		for _, b := range batches {
+			need += len(b) + batchRecords(b)*s.growth()
+		}
+	} else if len(out)+need <= cap(out) {
+		need = 0
+	}
+	if err := x.Allowance.Reserve(need); err != nil {
 		return nil, err
 	}
 	if out == nil {
-		size := 0
-		for _, b := range batches {
-			size += len(b) + batchRecords(b)*s.growth()
-		}
-		out = x.Scratch(size)
+		out = x.Scratch(need)
 	}
 	return s.appendBatch(out, b, v), nil
 }

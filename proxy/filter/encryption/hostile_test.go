@@ -3,6 +3,7 @@ package encryption
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"strings"
@@ -330,5 +331,36 @@ func TestTinyRecordsAmplifyUpstreamBounded(t *testing.T) {
 	if got := answeredError(x.Answered()); got != errMessageTooLarge {
 		sent := len(x.Request.(*kmsg.ProduceRequest).Topics[0].Partitions[0].Records)
 		t.Errorf("%d compressed bytes of 8,000 empty values: error %d, %d bytes for the broker", len(raw), got, sent)
+	}
+}
+
+// TestTinyRecordsReservedBeforeAllocated: the direct codec sizes a partition's buffer for all its
+// batches once sealed, each tiny record growing by its wrapped DEK, nonce, tag and marker. A
+// small first batch must not let that buffer be allocated unreserved: a partition that would
+// outgrow a request's room is refused before the buffer is made.
+func TestTinyRecordsReservedBeforeAllocated(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	first := batchOfRecords(t, kmsg.Record{Value: []byte("v")})
+	const n = 2 << 20 // 14 MiB of 7-byte records, several times that once sealed
+	tiny := append([]byte(nil), first[:batchHeaderLen]...)
+	for range n {
+		tiny = append(tiny, 0x0c, 0, 0, 0, 0x01, 0x01, 0) // length 6, no key, no value, no headers
+	}
+	binary.BigEndian.PutUint32(tiny[8:12], uint32(len(tiny)-12))
+	binary.BigEndian.PutUint32(tiny[57:61], n)
+	raw := append(first, tiny...)
+	x := produce("secrets", raw)
+	x.Allowance = filter.NewAllowance(context.Background(), filter.DefaultLimits(), len(raw))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := e.OnRequest(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := answeredError(x.Answered()); got != errMessageTooLarge {
+		t.Errorf("%d records of 7 bytes after a small batch: error %d, want MESSAGE_TOO_LARGE", n, got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("the refusal allocated %d MiB", alloc>>20)
 	}
 }
