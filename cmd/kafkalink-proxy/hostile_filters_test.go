@@ -1128,6 +1128,20 @@ func hfCases() []hfCase {
 			r.outcome = fmt.Sprintf("%s (8,000 empty values, %d bytes compressed)", outcome, len(batch))
 			p.bombRefused(t, r, resp, "enc")
 		}})
+	// 9. The same growth uncompressed, behind a one-record batch: the direct codec sizes the
+	// partition's buffer for every batch once sealed, and must reserve it before it is made.
+	cases = append(cases, hfCase{name: "9 tiny uncompressed records after a small batch enc", limit: 40 * time.Second,
+		run: func(t *testing.T, p *hfProxy, r *hfRow) {
+			const n = 1_800_000
+			raw := make([]byte, 0, 7*n)
+			for range n {
+				raw = appendRecordBytes(raw, 0, nil)
+			}
+			records := append(smallBatch("v"), makeBatch(codecNone, n, raw)...)
+			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": records}), r, 35*time.Second)
+			r.outcome = fmt.Sprintf("%s (%d empty values behind one record, %d bytes)", outcome, n, len(records))
+			p.bombRefused(t, r, resp, "enc")
+		}})
 	return cases
 }
 
