@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -348,7 +349,7 @@ func TestTinyRecordsReservedBeforeAllocated(t *testing.T) {
 	}
 	binary.BigEndian.PutUint32(tiny[8:12], uint32(len(tiny)-12))
 	binary.BigEndian.PutUint32(tiny[57:61], n)
-	raw := append(first, tiny...)
+	raw := slices.Concat(first, tiny)
 	x := produce("secrets", raw)
 	x.Allowance = filter.NewAllowance(context.Background(), filter.DefaultLimits(), len(raw))
 	var before, after runtime.MemStats
