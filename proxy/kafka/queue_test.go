@@ -104,3 +104,16 @@ func TestResponseRelayInBursts(t *testing.T) {
 		t.Fatalf("last burst: closed %v, err %v, client got %q; want true, nil, \"abc\"", closed, err, client.String())
 	}
 }
+
+// TestAClientsKeyIsNeverWake: a request's API key is the client's to choose, -1 included; only
+// Wake itself wakes the response side, so no request of any key is skipped as one.
+func TestAClientsKeyIsNeverWake(t *testing.T) {
+	for _, key := range []int16{-1, 0, 18, 32767, -32768} {
+		if IsWake(Pending{Key: key}) {
+			t.Errorf("a request of key %d is taken for Wake", key)
+		}
+	}
+	if !IsWake(Wake) {
+		t.Error("Wake is not Wake")
+	}
+}

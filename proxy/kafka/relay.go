@@ -28,6 +28,8 @@ type Pending struct {
 	// with State.
 	Filtered bool
 	State    any
+	// wake marks Wake: a field no request sets, where any Key is a client's to choose.
+	wake bool
 }
 
 // Filters are a virtual cluster's filter chain as the relay sees it: whole frames (size
@@ -502,10 +504,10 @@ func NewResponseRelay(broker io.Reader, client io.Writer, opts RelayOptions) *Re
 
 // Wake is a Pending that asks for no response: the relay skips it. A caller sends it to wake a
 // response side that waits on the queue.
-var Wake = Pending{Key: -1}
+var Wake = Pending{wake: true}
 
 // IsWake reports whether p is Wake.
-func IsWake(p Pending) bool { return p.Key == Wake.Key }
+func IsWake(p Pending) bool { return p.wake }
 
 // Relay relays the response to p (nothing for Wake), and leaves it buffered: RelayQueued sends
 // it once the queue is empty.
