@@ -1142,6 +1142,20 @@ func hfCases() []hfCase {
 			r.outcome = fmt.Sprintf("%s (%d empty values behind one record, %d bytes)", outcome, n, len(records))
 			p.bombRefused(t, r, resp, "enc")
 		}})
+	// 10. The same records as one batch: the direct codec's view of it holds a record's offsets
+	// per record, about eleven times a 7-byte record, and is reserved before it is made.
+	cases = append(cases, hfCase{name: "10 tiny uncompressed records in one batch enc", limit: 40 * time.Second,
+		run: func(t *testing.T, p *hfProxy, r *hfRow) {
+			const n = 1_800_000
+			raw := make([]byte, 0, 7*n)
+			for range n {
+				raw = appendRecordBytes(raw, 0, nil)
+			}
+			records := makeBatch(codecNone, n, raw)
+			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": records}), r, 35*time.Second)
+			r.outcome = fmt.Sprintf("%s (%d empty values, %d bytes)", outcome, n, len(records))
+			p.bombRefused(t, r, resp, "enc")
+		}})
 	return cases
 }
 

@@ -19,6 +19,9 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"unsafe"
+
+	"github.com/kafkalink/kafkalink/proxy/filter/records"
 )
 
 const (
@@ -55,25 +58,42 @@ type batchView struct {
 
 var viewPool = sync.Pool{New: func() any { return new(batchView) }}
 
+// pooledViewRecords is the most records a pooled view keeps room for: a view of a larger batch
+// is left to the collector rather than held by the pool.
+const pooledViewRecords = 4096
+
 func (v *batchView) release() {
+	if cap(v.records) > pooledViewRecords {
+		v.records = nil
+	}
 	v.records = v.records[:0]
 	viewPool.Put(v)
 }
 
+// recordViewSize is what a view holds per record.
+const recordViewSize = int(unsafe.Sizeof(recordView{}))
+
 // viewBatch reads an uncompressed batch in place, or returns nil when the batch must take the
 // old path: not message format v2 or compressed, a control batch, a wrong length or CRC, or
-// records not written in their shortest form. Release the view once used.
-func viewBatch(b []byte) *batchView {
+// records not written in their shortest form. The view takes a recordView per record, about
+// eleven times a 7-byte record: it is reserved from a (nil: no limit) before it is made, and
+// an error says a had no room. Release the view once used.
+func viewBatch(b []byte, a records.Allowance) (*batchView, error) {
 	if len(b) < batchHeaderLen || int8(b[16]) != 2 || b[22]&0x27 != 0 { // codec bits, control bit
-		return nil
+		return nil, nil
 	}
 	if int64(int32(binary.BigEndian.Uint32(b[8:12])))+12 != int64(len(b)) ||
 		crc32.Checksum(b[21:], castagnoli) != binary.BigEndian.Uint32(b[17:21]) {
-		return nil
+		return nil, nil
 	}
 	n := int64(int32(binary.BigEndian.Uint32(b[57:61])))
 	if n < 0 || n > int64((len(b)-batchHeaderLen)/minRecordLen) {
-		return nil
+		return nil, nil
+	}
+	if a != nil {
+		if err := a.Reserve(int(n) * recordViewSize); err != nil {
+			return nil, err
+		}
 	}
 	v := viewPool.Get().(*batchView)
 	v.krox, v.marked = false, false
@@ -82,16 +102,16 @@ func viewBatch(b []byte) *batchView {
 		r, ok := v.readRecord(b, off)
 		if !ok {
 			v.release()
-			return nil
+			return nil, nil
 		}
 		v.records = append(v.records, r)
 		off = r.end
 	}
 	if off != len(b) {
 		v.release()
-		return nil
+		return nil, nil
 	}
-	return v
+	return v, nil
 }
 
 // readRecord reads the record at off, noting the markers it carries.

@@ -36,7 +36,7 @@ func batchOfRecords(t testing.TB, recs ...kmsg.Record) []byte {
 // direct codec and by decoding (nil, nil when the direct codec does not take the batch).
 func sealedBothWays(t testing.TB, e *encryptor, d *dekState, raw []byte, first uint64) (direct, decoded []byte) {
 	t.Helper()
-	v := viewBatch(raw)
+	v := viewOf(raw)
 	if v == nil {
 		return nil, nil
 	}
@@ -67,7 +67,7 @@ func openedBothWays(t testing.TB, e *encryptor, raw []byte) (direct, decoded ope
 	t.Helper()
 	ctx := context.Background()
 	a := bytes.Clone(raw)
-	if v := viewBatch(a); v != nil {
+	if v := viewOf(a); v != nil {
 		var last openedDEK
 		taken = true
 		direct.out, direct.n, _, direct.err = e.decryptDirect(ctx, a[:0], a, v, "secrets", nil, &lookups{}, &last)
@@ -161,7 +161,7 @@ func TestDirectCodecLeavesOtherSpellings(t *testing.T) {
 		"a wrong CRC":             append(bytes.Clone(plain[:20]), append([]byte{plain[20] ^ 1}, plain[21:]...)...),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if v := viewBatch(raw); v != nil {
+			if v := viewOf(raw); v != nil {
 				v.release()
 				t.Fatal("the direct codec took it")
 			}
@@ -203,4 +203,10 @@ func FuzzDirectCodec(f *testing.F) {
 			}
 		}
 	})
+}
+
+// viewOf is viewBatch without a limit.
+func viewOf(b []byte) *batchView {
+	v, _ := viewBatch(b, nil)
+	return v
 }

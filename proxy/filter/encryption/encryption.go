@@ -567,7 +567,10 @@ func (e *encryptor) encryptPartition(ctx context.Context, kekID, topic string, r
 	}
 	var out []byte
 	for _, b := range batches {
-		v := viewBatch(b)
+		v, err := viewBatch(b, x.Allowance)
+		if err != nil {
+			return nil, n, err
+		}
 		if v == nil {
 			if out == nil {
 				// Each value grows by its wrapped DEK, nonce, tag and marker: room for about 100
@@ -660,7 +663,11 @@ func (e *encryptor) decryptPartition(ctx context.Context, topic string, raw []by
 		}
 		var k int
 		var did bool
-		if v := viewBatch(b); v != nil {
+		var v *batchView
+		if v, err = viewBatch(b, a); err != nil {
+			return nil, 0, err
+		}
+		if v != nil {
 			out, k, did, err = e.decryptDirect(ctx, out, b, v, topic, a, l, &last)
 		} else {
 			out, k, did, err = e.decryptDecoded(ctx, out, b, topic, a, l, &last)

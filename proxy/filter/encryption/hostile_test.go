@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"runtime"
 	"slices"
 	"strings"
@@ -342,14 +343,40 @@ func TestTinyRecordsAmplifyUpstreamBounded(t *testing.T) {
 func TestTinyRecordsReservedBeforeAllocated(t *testing.T) {
 	e, _ := newTestFilter(t, "")
 	first := batchOfRecords(t, kmsg.Record{Value: []byte("v")})
-	const n = 2 << 20 // 14 MiB of 7-byte records, several times that once sealed
-	tiny := append([]byte(nil), first[:batchHeaderLen]...)
+	raw := slices.Concat(first, tinyRecords(first, 2<<20))
+	refusedWithLittleAllocated(t, e, raw)
+}
+
+// TestTinyRecordsViewReservedBeforeAllocated: the direct codec's view of a batch holds a
+// recordView per record, about eleven times a 7-byte record; one batch of such records, its CRC
+// right so that the direct codec takes it, is refused before its view is made.
+func TestTinyRecordsViewReservedBeforeAllocated(t *testing.T) {
+	e, _ := newTestFilter(t, "")
+	first := batchOfRecords(t, kmsg.Record{Value: []byte("v")})
+	tiny := tinyRecords(first, 2<<20)
+	binary.BigEndian.PutUint32(tiny[17:21], crc32.Checksum(tiny[21:], castagnoli))
+	if viewOf(tiny) == nil {
+		t.Fatal("the direct codec does not take the batch")
+	}
+	refusedWithLittleAllocated(t, e, tiny)
+}
+
+// tinyRecords is a batch with header's of n records of 7 bytes (no key, no value, no headers).
+func tinyRecords(header []byte, n int) []byte {
+	tiny := append([]byte(nil), header[:batchHeaderLen]...)
 	for range n {
-		tiny = append(tiny, 0x0c, 0, 0, 0, 0x01, 0x01, 0) // length 6, no key, no value, no headers
+		tiny = append(tiny, 0x0c, 0, 0, 0, 0x01, 0x01, 0) // length 6, attributes and deltas 0, null key and value, no headers
 	}
 	binary.BigEndian.PutUint32(tiny[8:12], uint32(len(tiny)-12))
-	binary.BigEndian.PutUint32(tiny[57:61], n)
-	raw := slices.Concat(first, tiny)
+	binary.BigEndian.PutUint32(tiny[57:61], uint32(n))
+	return tiny
+}
+
+// refusedWithLittleAllocated produces raw through e with the default limits: refused with
+// MESSAGE_TOO_LARGE, having allocated at most 16 MiB.
+func refusedWithLittleAllocated(t *testing.T, e *encryptor, raw []byte) {
+	t.Helper()
+	n := len(raw) / 7
 	x := produce("secrets", raw)
 	x.Allowance = filter.NewAllowance(context.Background(), filter.DefaultLimits(), len(raw))
 	var before, after runtime.MemStats
@@ -359,7 +386,7 @@ func TestTinyRecordsReservedBeforeAllocated(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	if got := answeredError(x.Answered()); got != errMessageTooLarge {
-		t.Errorf("%d records of 7 bytes after a small batch: error %d, want MESSAGE_TOO_LARGE", n, got)
+		t.Errorf("about %d records of 7 bytes: error %d, want MESSAGE_TOO_LARGE", n, got)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("the refusal allocated %d MiB", alloc>>20)
