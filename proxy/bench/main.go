@@ -120,6 +120,8 @@ func main() {
 	flag.StringVar(&onlyPaths, "paths", "", "measure only the paths whose names contain one of these comma-separated strings, and the rows they are compared with (-paths encryption: the encryption and unfiltered proxy TLS rows); empty: all")
 	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
 	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
+	flag.IntVar(&fetchMaxBytes, "fetch-max-bytes", fetchMaxBytes, "a Fetch request's MaxBytes (the consumer's fetch.max.bytes; Kafka's default)")
+	flag.IntVar(&fetchPartitionBytes, "fetch-partition-bytes", fetchPartitionBytes, "a Fetch request's PartitionMaxBytes (the consumer's max.partition.fetch.bytes; Kafka's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&proxyProfile, "proxyprofile", "", "write CPU profiles of the kafkalink-proxy process during the throughput paths to this file name plus .N, and during the small producers plus .small.N (5 s each; merge them with go tool pprof)")
 	flag.Parse()
@@ -655,8 +657,11 @@ func holdGC() (release func()) {
 }
 
 // produceLatency is the p50 and p99 in µs of latN sequential one-record produces, after 100
-// not counted.
+// not counted; zeros when latN is 0.
 func produceLatency(ctx context.Context, prod *kgo.Client, latN int) (p50, p99 float64, err error) {
+	if latN <= 0 {
+		return 0, 0, nil
+	}
 	lat := make([]float64, 0, latN)
 	small := &kgo.Record{Value: make([]byte, 100)}
 	for i := 0; i < latN+100; i++ {
@@ -676,7 +681,7 @@ func produceLatency(ctx context.Context, prod *kgo.Client, latN int) (p50, p99 f
 // fetchAll reads every partition of topic from offset 0 to its end and returns the records
 // received (the offsets fetched past: with compression, bytes would not count values) and the
 // time taken: from each partition's leader, all leaders at once, with sequential Fetch requests
-// of up to 64 MiB on the client's connection to that broker. kgo's consumer would buffer
+// of the default sizes (fetchMaxBytes) on the client's connection to that broker. kgo's consumer would buffer
 // everything before the first poll returns, which hides the transfer time.
 func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Duration, error) {
 	mreq := kmsg.NewPtrMetadataRequest()
@@ -717,6 +722,11 @@ func fetchAll(ctx context.Context, cl *kgo.Client, topic string) (int64, time.Du
 	return total.Load(), time.Since(start), nil
 }
 
+// The Fetch sizes are a Java consumer's defaults (fetch.max.bytes 52428800,
+// max.partition.fetch.bytes 1048576; franz-go's are the same), so that a response holds what a
+// default consumer's would: at most 1 MiB of each partition.
+var fetchMaxBytes, fetchPartitionBytes = 52428800, 1048576
+
 // fetchFrom fetches the partitions in offsets from one broker until each reaches its high
 // watermark, and returns the records fetched.
 func fetchFrom(ctx context.Context, broker *kgo.Broker, topic string, id [16]byte, offsets map[int32]int64) (int64, error) {
@@ -726,12 +736,12 @@ func fetchFrom(ctx context.Context, broker *kgo.Broker, topic string, id [16]byt
 		req.ReplicaID = -1
 		req.MaxWaitMillis = 0
 		req.MinBytes = 1
-		req.MaxBytes = 64 << 20
+		req.MaxBytes = int32(fetchMaxBytes)
 		ft := kmsg.NewFetchRequestTopic()
 		ft.Topic, ft.TopicID = topic, id
 		for p, off := range offsets {
 			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, off, 16<<20
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = p, off, int32(fetchPartitionBytes)
 			fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = -1, -1, -1
 			ft.Partitions = append(ft.Partitions, fp)
 		}
