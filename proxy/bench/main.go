@@ -83,6 +83,8 @@ type result struct {
 	produce, fetch, p50, p99 float64
 	cpuPerMiB                float64 // this process: client and kfake
 	hopCPUPerMiB             float64 // the relay's or proxy's process
+	// The same by phase, per MiB of that phase: what printCPUTable compares.
+	produceCPU, produceHop, fetchCPU, fetchHop float64
 }
 
 // workload is the records of one table: their size and the producer's compression.
@@ -533,6 +535,21 @@ func printTable(w workload, paths []path, all [][]result) {
 		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f%% | %.0f%% | %.0f | %.0f | %+.0f | %s | %s | %.2f |\n", p.name, med[i].produce, med[i].fetch, paths[p.base].name,
 			100*med[i].produce/base.produce, 100*med[i].fetch/base.fetch, med[i].p50, med[i].p99, med[i].p99-base.p99, hop, hopVs, med[i].cpuPerMiB)
 	}
+	printCPUTable(paths, med)
+}
+
+// printCPUTable prints each phase's CPU per MiB, the bench's process and the hop's, and the
+// ratio they imply where the two cores are what bounds throughput: the compared row's CPU per MiB
+// over this row's. Unlike MiB/s, that ratio holds on a host that other work shares.
+func printCPUTable(paths []path, med []result) {
+	fmt.Println("\n| path | produce: client+kfake, hop ms/MiB | CPU-bound vs | fetch: client+kfake, hop ms/MiB | CPU-bound vs |")
+	fmt.Println("|---|---|---|---|---|")
+	for i, p := range paths {
+		m, base := med[i], med[p.base]
+		fmt.Printf("| %s | %.2f + %.2f | %.0f%% | %.2f + %.2f | %.0f%% |\n", p.name,
+			m.produceCPU, m.produceHop, 100*(base.produceCPU+base.produceHop)/(m.produceCPU+m.produceHop),
+			m.fetchCPU, m.fetchHop, 100*(base.fetchCPU+base.fetchHop)/(m.fetchCPU+m.fetchHop))
+	}
 }
 
 // writeKEKs writes a KEK for every topic the benchmark produces to (bench-0 … bench-<n-1>, and
@@ -605,6 +622,8 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	}
 	el := time.Since(start).Seconds()
 	res.produce = float64(mib) / el
+	cpu1, hop1 := cpuTime(), procstat.CPU(p.hop)
+	res.produceCPU, res.produceHop = perMiB(cpu1-cpu0, mib), perMiB(hop1-hop0, mib)
 
 	fetched, fel, err := fetchAll(ctx, prod, topic)
 	if err != nil {
@@ -614,9 +633,11 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 		return res, fmt.Errorf("fetched %d records, produced %d", fetched, n)
 	}
 	res.fetch = float64(fetched) * float64(len(value)) / (1 << 20) / fel.Seconds()
-	res.cpuPerMiB = (cpuTime() - cpu0).Seconds() * 1000 / float64(2*mib)
+	cpu2, hop2 := cpuTime(), procstat.CPU(p.hop)
+	res.fetchCPU, res.fetchHop = perMiB(cpu2-cpu1, mib), perMiB(hop2-hop1, mib)
+	res.cpuPerMiB = perMiB(cpu2-cpu0, 2*mib)
 	if p.hop != 0 {
-		res.hopCPUPerMiB = (procstat.CPU(p.hop) - hop0).Seconds() * 1000 / float64(2*mib)
+		res.hopCPUPerMiB = perMiB(hop2-hop0, 2*mib)
 	}
 	if res.p50, res.p99, err = produceLatency(ctx, prod, latN); err != nil {
 		return res, err
@@ -783,6 +804,9 @@ func nextOffset(b []byte, from int64) int64 {
 	return next
 }
 
+// perMiB is milliseconds of CPU per MiB.
+func perMiB(cpu time.Duration, mib int) float64 { return cpu.Seconds() * 1000 / float64(mib) }
+
 func median(rs []result) result {
 	pick := func(f func(result) float64) float64 {
 		v := make([]float64, len(rs))
@@ -797,6 +821,10 @@ func median(rs []result) result {
 		p50: pick(func(r result) float64 { return r.p50 }), p99: pick(func(r result) float64 { return r.p99 }),
 		cpuPerMiB:    pick(func(r result) float64 { return r.cpuPerMiB }),
 		hopCPUPerMiB: pick(func(r result) float64 { return r.hopCPUPerMiB }),
+		produceCPU:   pick(func(r result) float64 { return r.produceCPU }),
+		produceHop:   pick(func(r result) float64 { return r.produceHop }),
+		fetchCPU:     pick(func(r result) float64 { return r.fetchCPU }),
+		fetchHop:     pick(func(r result) float64 { return r.fetchHop }),
 	}
 }
 

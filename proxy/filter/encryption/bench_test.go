@@ -2,6 +2,9 @@ package encryption
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -110,4 +113,51 @@ func recordValueForBench(n int) []byte {
 		v[i] = byte(i * 7)
 	}
 	return v
+}
+
+// BenchmarkFloor is what any filter that seals each record's value with AES-256-GCM and sums
+// each batch with CRC-32C pays per byte on this CPU, whatever else it does: the floor under
+// BenchmarkChain and under the proxy bench's encryption rows (docs/record-encryption.md, Cost).
+func BenchmarkFloor(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 10} {
+		name := map[int]string{16 << 10: "16KiB", 1 << 10: "1KiB"}[size]
+		gcm := newGCMForBench(b)
+		value, nonce := recordValueForBench(size), make([]byte, gcm.NonceSize())
+		sealed := gcm.Seal(nil, nonce, value, nil)
+		b.Run(name+"/seal", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			out := make([]byte, 0, len(sealed))
+			for b.Loop() {
+				out = gcm.Seal(out[:0], nonce, value, nil)
+			}
+		})
+		b.Run(name+"/open", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			out := make([]byte, 0, size)
+			for b.Loop() {
+				var err error
+				if out, err = gcm.Open(out[:0], nonce, sealed, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/crc32c", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				crc32.Checksum(value, castagnoli)
+			}
+		})
+	}
+}
+
+func newGCMForBench(b *testing.B) cipher.AEAD {
+	block, err := aes.NewCipher(make([]byte, 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return gcm
 }
