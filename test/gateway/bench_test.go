@@ -254,14 +254,14 @@ func BenchmarkGateway200Routes(b *testing.B) {
 }
 
 // waitEndpoints waits until the namespace holds want EndpointSlices and want Endpoints (one of
-// each per Service; the backend Service has one too, hence the +1). The lists are read from the
-// API server's watch cache, once a second.
+// each per generated Service; the backend Service has no selector, so none). The lists are read
+// from the API server's watch cache, once a second.
 func waitEndpoints(ctx context.Context, b *testing.B, ns string, want int, deadline time.Time) {
 	cached := metav1.ListOptions{ResourceVersion: "0"}
 	for {
 		slices, err1 := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, cached)
 		eps, err2 := kube.CoreV1().Endpoints(ns).List(ctx, cached)
-		if err1 == nil && err2 == nil && len(slices.Items) >= want+1 && len(eps.Items) >= want+1 {
+		if err1 == nil && err2 == nil && len(slices.Items) >= want && len(eps.Items) >= want {
 			return
 		}
 		if time.Now().After(deadline) {
