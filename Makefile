@@ -111,6 +111,9 @@ bench: controlplane ## Benchmarks: figures side by side from one run, not pass/f
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) GATEWAY_BENCH_ROUTES=1000 \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 45m ./test/gateway
+	@echo "== gateway: 1,000 routes x 10 brokers with headless in-cluster Services (services.inClusterType: Headless): no cluster IPs to allocate"
+	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) GATEWAY_BENCH_ROUTES=1000 GATEWAY_BENCH_HEADLESS=1 \
+	  $(GO) test -count=1 -run '^$$' -bench BenchmarkGateway200Routes -benchtime=1x -timeout 30m ./test/gateway
 	@echo "== gateway: operator heap and RSS with 20,000 unrelated Secrets of 4 KiB in the cluster"
 	KAFKALINK_CONTROLPLANE_BIN=$$(bash hack/build-controlplane.sh 2>/dev/null | tail -n1) \
 	  $(GO) test -count=1 -run '^$$' -bench BenchmarkOperatorMemory20kSecrets -benchtime=1x -timeout 30m ./test/gateway

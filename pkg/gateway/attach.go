@@ -318,7 +318,7 @@ func (t *translator) plan(route string, listeners []*listenerState, hosts []gate
 				p.vcs = append(p.vcs, vc)
 			}
 			if h.Exposure == gatewaymodel.ExposeLoadBalancer {
-				p.addService(route, true, route, l)
+				p.addService(route, true, route, l, false)
 				continue
 			}
 			p.addHostObjects(route, l, h, ids, port)
@@ -336,7 +336,7 @@ func (p *pending) addHostObjects(route string, l *listenerState, h gatewaymodel.
 		all = append(all, perHost{h.BrokerHost(id), h.BrokerServiceName(id)})
 	}
 	for _, ph := range all {
-		p.addService(ph.svc, false, route, l)
+		p.addService(ph.svc, false, route, l, h.Exposure != gatewaymodel.ExposeInCluster)
 		dr := &desiredRoute{name: ph.svc, route: route, host: ph.host, service: ph.svc, port: port, listener: string(l.spec.Name)}
 		owner := route + "|" + ph.host + "|" + dr.listener
 		switch h.Exposure {
@@ -351,15 +351,17 @@ func (p *pending) addHostObjects(route string, l *listenerState, h gatewaymodel.
 }
 
 // addService adds a listener's port to a pending Service, adding the Service if new.
-func (p *pending) addService(name string, lb bool, route string, l *listenerState) {
+// exposedOutside tells that the host is exposed through an OpenShift Route or TLSRoute.
+func (p *pending) addService(name string, lb bool, route string, l *listenerState, exposedOutside bool) {
 	if p.svcIndex == nil {
 		p.svcIndex = map[svcKey]*desiredService{}
 	}
 	if s := p.svcIndex[svcKey{name, lb}]; s != nil {
 		s.ports[l.portName] = int32(l.spec.Port)
+		s.exposedOutside = s.exposedOutside || exposedOutside
 		return
 	}
-	s := &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}}
+	s := &desiredService{name: name, lb: lb, route: route, ports: map[string]int32{l.portName: int32(l.spec.Port)}, exposedOutside: exposedOutside}
 	p.svcIndex[svcKey{name, lb}] = s
 	p.svcs = append(p.svcs, s)
 }
@@ -487,6 +489,7 @@ func (t *translator) commit(route string, p *pending, listeners []*listenerState
 			for n, port := range s.ports {
 				have.ports[n] = port
 			}
+			have.exposedOutside = have.exposedOutside || s.exposedOutside
 			continue
 		}
 		t.svcs[s.name] = s

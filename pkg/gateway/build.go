@@ -185,7 +185,11 @@ func (t *translator) render(objs *objectSet, res *Result, cfg *config.Config, ya
 		objs.add(KindPodDisruptionBudget, pdb.Name, toUnstructured(pdb))
 	}
 	for _, name := range sortedKeys(t.svcs) {
-		objs.add(KindService, name, toUnstructured(t.service(t.svcs[name])))
+		svc := t.service(t.svcs[name])
+		if live := t.services[types.NamespacedName{Namespace: t.ns, Name: name}]; live != nil && t.controls(live) && ClusterIPFormChanges(live, svc) {
+			res.RecreateServices = append(res.RecreateServices, name)
+		}
+		objs.add(KindService, name, toUnstructured(svc))
 	}
 	res.PruneKinds = []string{KindConfigMap, KindDeployment, KindPodDisruptionBudget, KindSecret, KindService}
 	if len(t.osRoutes) > 0 && !t.s.Env.OpenShiftRoutes {
@@ -219,6 +223,9 @@ func (t *translator) service(d *desiredService) *corev1.Service {
 	if d.lb {
 		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
 	}
+	if !d.lb && !d.exposedOutside && t.headless(d.route) {
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	}
 	t.decorateService(svc, d.route)
 	for _, pn := range sortedKeys(d.ports) {
 		port := d.ports[pn]
@@ -226,6 +233,23 @@ func (t *translator) service(d *desiredService) *corev1.Service {
 	}
 	sort.Slice(svc.Spec.Ports, func(i, j int) bool { return svc.Spec.Ports[i].Port < svc.Spec.Ports[j].Port })
 	return svc
+}
+
+// ClusterIPFormChanges reports whether a live Service must be deleted and created again to
+// become desired: Kubernetes refuses to change spec.clusterIP between None (headless) and an
+// address. A live Service without a cluster IP yet (or an ExternalName one) changes in place.
+func ClusterIPFormChanges(live, desired *corev1.Service) bool {
+	if live.Spec.ClusterIP == "" {
+		return false
+	}
+	return (live.Spec.ClusterIP == corev1.ClusterIPNone) != (desired.Spec.ClusterIP == corev1.ClusterIPNone)
+}
+
+// controls reports whether the gateway is the controller of obj (foreign objects are never
+// deleted or recreated).
+func (t *translator) controls(obj metav1.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && t.gw.UID != "" && ref.UID == t.gw.UID
 }
 
 // tlsProgress names the generated TLSRoutes no Gateway API parent has taken: pending ones

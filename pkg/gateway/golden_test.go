@@ -244,18 +244,19 @@ func loadCase(t *testing.T, path string) *Snapshot {
 
 // goldenResult is the .out.yaml form of a Result.
 type goldenResult struct {
-	Hold            bool                                                  `json:"hold,omitempty"`
-	RequeueAfter    string                                                `json:"requeueAfter,omitempty"`
-	PruneKinds      []string                                              `json:"pruneKinds,omitempty"`
-	GatewayStatus   kroxyliciousv1alpha1.KafkaGatewayStatus               `json:"gatewayStatus"`
-	RouteParents    map[string][]kroxyliciousv1alpha1.RouteParentStatus   `json:"routeParents,omitempty"`
-	PolicyAncestors map[string]*kroxyliciousv1alpha1.PolicyAncestorStatus `json:"policyAncestors,omitempty"`
-	Objects         []map[string]any                                      `json:"objects,omitempty"`
+	Hold             bool                                                  `json:"hold,omitempty"`
+	RequeueAfter     string                                                `json:"requeueAfter,omitempty"`
+	PruneKinds       []string                                              `json:"pruneKinds,omitempty"`
+	GatewayStatus    kroxyliciousv1alpha1.KafkaGatewayStatus               `json:"gatewayStatus"`
+	RouteParents     map[string][]kroxyliciousv1alpha1.RouteParentStatus   `json:"routeParents,omitempty"`
+	PolicyAncestors  map[string]*kroxyliciousv1alpha1.PolicyAncestorStatus `json:"policyAncestors,omitempty"`
+	RecreateServices []string                                              `json:"recreateServices,omitempty"`
+	Objects          []map[string]any                                      `json:"objects,omitempty"`
 }
 
 func render(t *testing.T, res *Result) []byte {
 	t.Helper()
-	g := goldenResult{Hold: res.Hold, PruneKinds: res.PruneKinds, GatewayStatus: res.GatewayStatus, RouteParents: res.RouteParents}
+	g := goldenResult{Hold: res.Hold, PruneKinds: res.PruneKinds, GatewayStatus: res.GatewayStatus, RouteParents: res.RouteParents, RecreateServices: res.RecreateServices}
 	if res.RequeueAfter > 0 {
 		g.RequeueAfter = res.RequeueAfter.String()
 	}

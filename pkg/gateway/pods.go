@@ -276,6 +276,17 @@ func (t *translator) decorateService(svc *corev1.Service, route string) {
 	}
 }
 
+// headless reports whether the route's in-cluster per-host Services are headless
+// (services.inClusterType: Headless, for all routes or in the route's entry).
+func (t *translator) headless(route string) bool {
+	spec := t.parameters()
+	if spec == nil || spec.Services == nil {
+		return false
+	}
+	set := routeServiceSettings(spec.Services, route)
+	return set.InClusterType != nil && *set.InClusterType == kroxyliciousv1alpha1.InClusterServiceHeadless
+}
+
 // routeServiceSettings merges the settings for every route with the route's own entry.
 func routeServiceSettings(s *kroxyliciousv1alpha1.GeneratedServices, route string) kroxyliciousv1alpha1.ServiceSettings {
 	out := kroxyliciousv1alpha1.ServiceSettings{
@@ -283,6 +294,7 @@ func routeServiceSettings(s *kroxyliciousv1alpha1.GeneratedServices, route strin
 		LoadBalancerClass:        s.LoadBalancerClass,
 		ExternalTrafficPolicy:    s.ExternalTrafficPolicy,
 		LoadBalancerSourceRanges: s.LoadBalancerSourceRanges,
+		InClusterType:            s.InClusterType,
 	}
 	for k, v := range s.Annotations {
 		out.Annotations[k] = v
@@ -302,6 +314,9 @@ func routeServiceSettings(s *kroxyliciousv1alpha1.GeneratedServices, route strin
 		}
 		if len(r.LoadBalancerSourceRanges) > 0 {
 			out.LoadBalancerSourceRanges = r.LoadBalancerSourceRanges
+		}
+		if r.InClusterType != nil {
+			out.InClusterType = r.InClusterType
 		}
 	}
 	return out

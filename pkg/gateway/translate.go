@@ -95,6 +95,9 @@ type desiredService struct {
 	lb    bool
 	route string
 	ports map[string]int32 // port name -> port
+	// exposedOutside: a host of the Service is exposed through an OpenShift Route or TLSRoute,
+	// whose routers and implementations are not asked to accept a headless Service.
+	exposedOutside bool
 }
 
 type desiredRoute struct {

@@ -261,6 +261,10 @@ type Result struct {
 	PolicyAncestors map[types.NamespacedName]*kroxyliciousv1alpha1.PolicyAncestorStatus
 	// RequeueAfter asks for another translation after this long (a TLSRoute deadline); 0 for none.
 	RequeueAfter time.Duration
+	// RecreateServices name generated Services that must be deleted before they are applied:
+	// their live spec.clusterIP is None and the desired one is not, or the other way round,
+	// which Kubernetes does not change in place (services.inClusterType changed).
+	RecreateServices []string
 	// PruneKinds are the kinds whose stale generated objects may be deleted; a kind whose API is
 	// not served is left out.
 	PruneKinds []string

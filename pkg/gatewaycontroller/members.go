@@ -253,13 +253,39 @@ func (m *memberProxies) applyAll(ctx context.Context, dyn dynamic.Interface, spe
 	want := map[string]bool{}
 	for _, o := range objects {
 		want[o.GetKind()+"/"+o.GetName()] = true
-		gvr := kindToGVR[o.GetKind()]
-		if _, err := dyn.Resource(gvr).Namespace(spec.namespace).Apply(ctx, o.GetName(), o,
-			metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true}); err != nil {
+		if err := applyToMember(ctx, dyn, spec.namespace, o); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
 	return m.prune(ctx, dyn, spec, want)
+}
+
+// applyToMember applies one object to a member. A Service the API server refuses is looked at:
+// when only its clusterIP form differs (services.inClusterType changed), it is deleted and
+// applied again, as the central cluster's are (there the cache tells it before the write).
+func applyToMember(ctx context.Context, dyn dynamic.Interface, namespace string, o *unstructured.Unstructured) error {
+	client := dyn.Resource(kindToGVR[o.GetKind()]).Namespace(namespace)
+	apply := func() error {
+		_, err := client.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: controller.FieldManager, Force: true})
+		return err
+	}
+	err := apply()
+	if !apierrors.IsInvalid(err) || o.GetKind() != gateway.KindService {
+		return err
+	}
+	live, getErr := client.Get(ctx, o.GetName(), metav1.GetOptions{})
+	if getErr != nil {
+		return err
+	}
+	var liveSvc, desired corev1.Service
+	if fromUnstructured(live, &liveSvc) != nil || fromUnstructured(o, &desired) != nil || !gateway.ClusterIPFormChanges(&liveSvc, &desired) {
+		return err
+	}
+	uid := live.GetUID()
+	if err := client.Delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return apply()
 }
 
 // secretCopy is a central Secret as a member gets it: data and type, labelled for pruning.

@@ -40,6 +40,9 @@ import (
 const (
 	EventApplied = "Applied"
 	EventPruned  = "Pruned"
+	// EventRecreated: generated Services were deleted to be created again in the other
+	// clusterIP form (services.inClusterType changed).
+	EventRecreated = "Recreated"
 	// EventRestored: generated objects changed by hand were applied again.
 	EventRestored = "Restored"
 )
@@ -453,6 +456,9 @@ func (c *Controller) foreign(gw *kroxyliciousv1alpha1.KafkaGateway, objects []*u
 // copies) are written one after the other in the translator's order; the per-host objects, which
 // are many and independent of each other, writesInFlight at a time.
 func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, res *gateway.Result) error {
+	if err := c.recreate(ctx, gw, res.RecreateServices); err != nil {
+		return err
+	}
 	desired := map[gateway.ObjectKey]bool{}
 	var inOrder, perHost []applyStep
 	restored := 0
@@ -492,6 +498,34 @@ func (c *Controller) apply(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGa
 	}
 	if applied > restored || pruned > 0 {
 		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventApplied, "Applied %d and deleted %d generated objects", applied-restored, pruned)
+	}
+	return nil
+}
+
+// recreate deletes the gateway's Services the translation found in the wrong clusterIP form
+// (gateway.ClusterIPFormChanges), so that apply creates them again: Kubernetes refuses the change
+// in place. The UID precondition leaves alone a Service already created again since the cache
+// was filled.
+func (c *Controller) recreate(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaGateway, names []string) error {
+	deleted := 0
+	for _, name := range names {
+		m := c.existing(gateway.KindService, gw.Namespace, name)
+		if m == nil || !controlledBy(m, gw) || m.GetDeletionTimestamp() != nil {
+			continue
+		}
+		uid := m.GetUID()
+		err := c.dynamic.Resource(kindToGVR[gateway.KindService]).Namespace(gw.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting Service %s/%s to create it again: %w", gw.Namespace, name, err)
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		klog.FromContext(ctx).V(2).Info("Deleted Services to create them in the other clusterIP form", "gateway", klog.KObj(gw), "count", deleted)
+		c.env.Recorder.Eventf(gw, corev1.EventTypeNormal, EventRecreated, "Deleting and creating again %d Services whose clusterIP form changed (services.inClusterType)", deleted)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	"github.com/kafkalink/kafkalink/pkg/controller"
@@ -35,12 +37,17 @@ import (
 //	go test -count=1 -run '^$' -bench BenchmarkGateway200Routes -benchtime=1x ./test/gateway/
 //
 // GATEWAY_BENCH_ROUTES changes the number of routes (1000 for the next size, issue 30).
+// GATEWAY_BENCH_HEADLESS=1 makes the per-host Services headless (KafkaGatewayParameters
+// services.inClusterType: Headless), which takes no cluster IPs. GATEWAY_BENCH_APISERVER_PROFILE
+// (seconds) profiles kube-apiserver's CPU for that long from the first route on and saves the
+// profile under the temporary directory (its path is logged).
 func BenchmarkGateway200Routes(b *testing.B) {
 	const brokers = 10
 	routes := 200
 	if v, err := strconv.Atoi(os.Getenv("GATEWAY_BENCH_ROUTES")); err == nil && v > 0 {
 		routes = v
 	}
+	headless := os.Getenv("GATEWAY_BENCH_HEADLESS") == "1"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The shared binary operator would compete with the one measured here.
@@ -82,19 +89,30 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	mustCreate(err)
 	_, err = kube.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "backend"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9092}}}}, metav1.CreateOptions{})
 	mustCreate(err)
-	_, err = kl.KroxyliciousV1alpha1().KafkaGateways(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaGateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: kroxyliciousv1alpha1.KafkaGatewaySpec{Listeners: []kroxyliciousv1alpha1.Listener{{
-			Name: "one", Port: 9092, Protocol: kroxyliciousv1alpha1.ProtocolKafkaTLS,
-			TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{CertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}}},
-		}}},
-	}, metav1.CreateOptions{})
+	gwSpec := kroxyliciousv1alpha1.KafkaGatewaySpec{Listeners: []kroxyliciousv1alpha1.Listener{{
+		Name: "one", Port: 9092, Protocol: kroxyliciousv1alpha1.ProtocolKafkaTLS,
+		TLS: &kroxyliciousv1alpha1.ListenerTLSConfig{CertificateRefs: []kroxyliciousv1alpha1.SecretObjectReference{{Name: "cert"}}},
+	}}}
+	if headless {
+		_, err = kl.KroxyliciousV1alpha1().KafkaGatewayParameters(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaGatewayParameters{
+			ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+			Spec: kroxyliciousv1alpha1.KafkaGatewayParametersSpec{Services: &kroxyliciousv1alpha1.GeneratedServices{
+				ServiceSettings: kroxyliciousv1alpha1.ServiceSettings{InClusterType: ptr.To(kroxyliciousv1alpha1.InClusterServiceHeadless)},
+			}},
+		}, metav1.CreateOptions{})
+		mustCreate(err)
+		gwSpec.Infrastructure = &kroxyliciousv1alpha1.GatewayInfrastructure{ParametersRef: &kroxyliciousv1alpha1.LocalParametersReference{
+			Group: kroxyliciousv1alpha1.GroupName, Kind: "KafkaGatewayParameters", Name: "gw",
+		}}
+	}
+	_, err = kl.KroxyliciousV1alpha1().KafkaGateways(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaGateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"}, Spec: gwSpec}, metav1.CreateOptions{})
 	mustCreate(err)
 	ids := make([]int32, brokers)
 	for i := range ids {
 		ids[i] = int32(i)
 	}
 	writesBefore, _ := cp.Writes(framework.OperatorUser)
+	kcmBefore, _ := cp.Writes(controlPlaneUser)
 	syncsBefore, cpuBefore := gatewaySyncs(b), controlPlaneCPU()
 	if path := os.Getenv("GATEWAY_BENCH_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
@@ -104,6 +122,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	}
 	b.ResetTimer()
 	start := time.Now()
+	waitProfile := apiserverProfile(b)
 	for i := range routes {
 		_, err := kl.KroxyliciousV1alpha1().KafkaRoutes(ns).Create(ctx, &kroxyliciousv1alpha1.KafkaRoute{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("route-%04d", i)},
@@ -161,6 +180,7 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	writesDone, _ := cp.Writes(framework.OperatorUser)
 	syncs := gatewaySyncs(b).minus(syncsBefore)
 	cpu := controlPlaneCPU().minus(cpuBefore)
+	kcmDone, _ := cp.Writes(controlPlaneUser)
 
 	// Steady state: let the last writes land, then count writes over 10 idle seconds.
 	settleB(b)
@@ -168,6 +188,19 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	time.Sleep(10 * time.Second)
 	after, _ := cp.Writes(framework.OperatorUser)
 	steady := len(after) - len(before)
+	// kube-controller-manager's endpoints and EndpointSlice controllers follow the Services at
+	// their client's rate limit (--kube-api-qps, 20 writes a second each by default), so they
+	// lag: their CPU is read per write of theirs, up to the end of the idle seconds, and with
+	// GATEWAY_BENCH_ENDPOINTS=1 the bench waits until every Service has both.
+	kcmIdle, _ := cp.Writes(controlPlaneUser)
+	cpuIdle := controlPlaneCPU().minus(cpuBefore)
+	endpointsDone := time.Duration(0)
+	if os.Getenv("GATEWAY_BENCH_ENDPOINTS") == "1" {
+		waitEndpoints(ctx, b, ns, routes*(brokers+1), time.Now().Add(max(10*time.Minute, time.Duration(routes*(brokers+1))*100*time.Millisecond)))
+		endpointsDone = time.Since(start)
+		kcmIdle, _ = cp.Writes(controlPlaneUser)
+		cpuIdle = controlPlaneCPU().minus(cpuBefore)
+	}
 
 	b.ReportMetric(created.Seconds(), "s-create-routes")
 	b.ReportMetric(programmed.Seconds(), "s-until-all-services")
@@ -176,8 +209,12 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	b.ReportMetric(float64(syncs.count), "gateway-syncs")
 	b.ReportMetric(syncs.seconds, "s-in-gateway-syncs")
 	b.ReportMetric(1000*cpu["kube-apiserver"]/float64(routes*(brokers+1)), "apiserver-cpu-ms/service")
-	b.Logf("%d routes x %d brokers: routes created in %s; all %d Services and attachedRoutes=%d after %s; all route status after %s; operator writes while idle for 10s: %d",
-		routes, brokers, created.Round(time.Millisecond), routes*(brokers+1), routes, programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
+	form := "ClusterIP"
+	if headless {
+		form = "headless"
+	}
+	b.Logf("%s Services; %d routes x %d brokers: routes created in %s; all %d Services and attachedRoutes=%d after %s; all route status after %s; operator writes while idle for 10s: %d",
+		form, routes, brokers, created.Round(time.Millisecond), routes*(brokers+1), routes, programmed.Round(time.Millisecond), allStatus.Round(time.Millisecond), steady)
 	kinds := framework.WritesByKind(writesDone[len(writesBefore):])
 	names := make([]string, 0, len(kinds))
 	for k := range kinds {
@@ -188,6 +225,24 @@ func BenchmarkGateway200Routes(b *testing.B) {
 		fmt.Printf("  operator writes, %d routes applied: %-40s %6d (%.2f per route)\n", routes, k, kinds[k], float64(kinds[k])/float64(routes))
 	}
 	fmt.Printf("  gateway syncs until all route status: %d, %.1f s in them\n", syncs.count, syncs.seconds)
+	// kube-controller-manager writes as the admin user here (so does the bench's client, but
+	// not to these resources): its endpoints and EndpointSlice controllers' work per Service.
+	kcm := framework.WritesByKind(kcmDone[len(kcmBefore):])
+	for _, k := range []string{"create endpoints", "update endpoints", "create endpointslices", "update endpointslices"} {
+		fmt.Printf("  kube-controller-manager writes: %-30s %6d (%.2f per Service)\n", k, kcm[k], float64(kcm[k])/float64(routes*(brokers+1)))
+	}
+	kcmLater := framework.WritesByKind(kcmIdle[len(kcmBefore):])
+	endpointWrites := 0
+	for _, k := range []string{"create endpoints", "update endpoints", "create endpointslices", "update endpointslices"} {
+		endpointWrites += kcmLater[k]
+	}
+	if endpointsDone > 0 {
+		fmt.Printf("  every Service has its Endpoints and EndpointSlice after %s\n", endpointsDone.Round(time.Millisecond))
+	}
+	fmt.Printf("  kube-controller-manager until %s: %d endpoint writes, %.1f s CPU (%.2f ms per endpoint write)\n",
+		map[bool]string{true: "then", false: "the end of the idle seconds"}[endpointsDone > 0], endpointWrites, cpuIdle["kube-controller-manager"],
+		1000*cpuIdle["kube-controller-manager"]/float64(max(1, endpointWrites)))
+	waitProfile()
 	services := float64(routes * (brokers + 1))
 	for _, name := range cpuNames {
 		fmt.Printf("  CPU until all route status: %-42s %7.1f s (%.2f ms per Service)\n", name, cpu[name], 1000*cpu[name]/services)
@@ -196,6 +251,55 @@ func BenchmarkGateway200Routes(b *testing.B) {
 	if steady != 0 {
 		b.Errorf("the operator wrote %d times while nothing changed", steady)
 	}
+}
+
+// waitEndpoints waits until the namespace holds want EndpointSlices and want Endpoints (one of
+// each per generated Service; the backend Service has no selector, so none). The lists are read
+// from the API server's watch cache, once a second.
+func waitEndpoints(ctx context.Context, b *testing.B, ns string, want int, deadline time.Time) {
+	cached := metav1.ListOptions{ResourceVersion: "0"}
+	for {
+		slices, err1 := kube.DiscoveryV1().EndpointSlices(ns).List(ctx, cached)
+		eps, err2 := kube.CoreV1().Endpoints(ns).List(ctx, cached)
+		if err1 == nil && err2 == nil && len(slices.Items) >= want && len(eps.Items) >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("kube-controller-manager has not written every Service's endpoints by the deadline")
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// controlPlaneUser is the user kube-controller-manager (and the test's admin client) writes as.
+const controlPlaneUser = "kafkalink-admin"
+
+// apiserverProfile profiles kube-apiserver's CPU (its /debug/pprof, on by default) for
+// GATEWAY_BENCH_APISERVER_PROFILE seconds from now, in the background, and returns a function
+// that waits for it and logs the saved file (read it with go tool pprof -top <kube-apiserver
+// binary> <file>). Off by default: the profiler's own cost would be in the CPU figures.
+func apiserverProfile(b *testing.B) (wait func()) {
+	secs, err := strconv.Atoi(os.Getenv("GATEWAY_BENCH_APISERVER_PROFILE"))
+	if err != nil || secs <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		raw, err := cp.Client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(secs)).Timeout(time.Duration(secs)*time.Second + time.Minute).DoRaw(context.Background())
+		if err != nil {
+			b.Logf("kube-apiserver CPU profile: %v", err)
+			return
+		}
+		file := filepath.Join(os.TempDir(), fmt.Sprintf("gateway-bench-kube-apiserver-%d.pb.gz", time.Now().UnixNano()))
+		if err := os.WriteFile(file, raw, 0o600); err != nil {
+			b.Logf("kube-apiserver CPU profile: %v", err)
+			return
+		}
+		b.Logf("kube-apiserver CPU profile of the first %d s: %s", secs, file)
+	}()
+	return func() { <-done }
 }
 
 func settleB(b *testing.B) {

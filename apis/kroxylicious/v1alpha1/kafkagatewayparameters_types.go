@@ -206,9 +206,24 @@ type RouteServiceSettings struct {
 }
 
 // ServiceSettings are settings of generated Services. Annotations go on every Service of the
-// route; the other fields only on LoadBalancer Services (route hostnames outside the cluster
-// domain), since Kubernetes refuses them on ClusterIP Services.
+// route; inClusterType only on the per-host Services of hostnames in the cluster domain; the
+// other fields only on LoadBalancer Services (route hostnames outside the cluster domain), since
+// Kubernetes refuses them on ClusterIP Services.
 type ServiceSettings struct {
+	// InClusterType is the form of the per-host Services (bootstrap and brokers) of hostnames
+	// in the cluster domain: ClusterIP (the default) gives each a cluster IP; Headless sets
+	// clusterIP: None, so cluster DNS answers a host with the proxy pods' own addresses. Every
+	// ClusterIP Service takes an address from the cluster's Service range and costs the API
+	// server an allocation whose work grows with the Services already there (docs/scale.md);
+	// headless Services take none. A client then dials a proxy pod directly, on the listener's
+	// port, which is the port the proxy listens on and the port kafkalink advertises, so nothing
+	// else changes. Kubernetes does not let a Service change between the two forms: kafkalink
+	// deletes and recreates the route's in-cluster Services when this changes (connections
+	// through the old form break, and clients resolve the new one). Services of OpenShift
+	// Route, TLSRoute and LoadBalancer exposure are not affected.
+	// +optional
+	// +kubebuilder:validation:Enum=ClusterIP;Headless
+	InClusterType *InClusterServiceType `json:"inClusterType,omitempty"`
 	// Annotations are added to the Services, for example a cloud load balancer's settings.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
@@ -234,6 +249,17 @@ type ServiceSettings struct {
 	// +kubebuilder:validation:items:Pattern=`^[0-9a-fA-F:.]+/[0-9]{1,3}$`
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 }
+
+// InClusterServiceType is the form of the per-host Services of in-cluster hostnames.
+type InClusterServiceType string
+
+// The in-cluster Service forms.
+const (
+	// InClusterServiceClusterIP gives each per-host Service a cluster IP (the default).
+	InClusterServiceClusterIP InClusterServiceType = "ClusterIP"
+	// InClusterServiceHeadless makes each per-host Service headless (clusterIP: None).
+	InClusterServiceHeadless InClusterServiceType = "Headless"
+)
 
 // ProxyLimits are passed to the proxy configuration's limits as written.
 // +kubebuilder:validation:XValidation:rule="!has(self.maxFilteredFrameBytes) || !has(self.maxFrameBytes) || self.maxFilteredFrameBytes <= self.maxFrameBytes",message="maxFilteredFrameBytes must not exceed maxFrameBytes"

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -38,6 +39,14 @@ type GeneratedServicesApplyConfiguration struct {
 // apply.
 func GeneratedServices() *GeneratedServicesApplyConfiguration {
 	return &GeneratedServicesApplyConfiguration{}
+}
+
+// WithInClusterType sets the InClusterType field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InClusterType field is set to the value of the last call.
+func (b *GeneratedServicesApplyConfiguration) WithInClusterType(value kroxyliciousv1alpha1.InClusterServiceType) *GeneratedServicesApplyConfiguration {
+	b.ServiceSettingsApplyConfiguration.InClusterType = &value
+	return b
 }
 
 // WithAnnotations puts the entries into the Annotations field in the declarative configuration

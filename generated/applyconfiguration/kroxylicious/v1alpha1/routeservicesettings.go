@@ -47,6 +47,14 @@ func (b *RouteServiceSettingsApplyConfiguration) WithRoute(value kroxyliciousv1a
 	return b
 }
 
+// WithInClusterType sets the InClusterType field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InClusterType field is set to the value of the last call.
+func (b *RouteServiceSettingsApplyConfiguration) WithInClusterType(value kroxyliciousv1alpha1.InClusterServiceType) *RouteServiceSettingsApplyConfiguration {
+	b.ServiceSettingsApplyConfiguration.InClusterType = &value
+	return b
+}
+
 // WithAnnotations puts the entries into the Annotations field in the declarative configuration
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, the entries provided by each call will be put on the Annotations field,

@@ -19,6 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	kroxyliciousv1alpha1 "github.com/kafkalink/kafkalink/apis/kroxylicious/v1alpha1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -26,9 +27,22 @@ import (
 // with apply.
 //
 // ServiceSettings are settings of generated Services. Annotations go on every Service of the
-// route; the other fields only on LoadBalancer Services (route hostnames outside the cluster
-// domain), since Kubernetes refuses them on ClusterIP Services.
+// route; inClusterType only on the per-host Services of hostnames in the cluster domain; the
+// other fields only on LoadBalancer Services (route hostnames outside the cluster domain), since
+// Kubernetes refuses them on ClusterIP Services.
 type ServiceSettingsApplyConfiguration struct {
+	// InClusterType is the form of the per-host Services (bootstrap and brokers) of hostnames
+	// in the cluster domain: ClusterIP (the default) gives each a cluster IP; Headless sets
+	// clusterIP: None, so cluster DNS answers a host with the proxy pods' own addresses. Every
+	// ClusterIP Service takes an address from the cluster's Service range and costs the API
+	// server an allocation whose work grows with the Services already there (docs/scale.md);
+	// headless Services take none. A client then dials a proxy pod directly, on the listener's
+	// port, which is the port the proxy listens on and the port kafkalink advertises, so nothing
+	// else changes. Kubernetes does not let a Service change between the two forms: kafkalink
+	// deletes and recreates the route's in-cluster Services when this changes (connections
+	// through the old form break, and clients resolve the new one). Services of OpenShift
+	// Route, TLSRoute and LoadBalancer exposure are not affected.
+	InClusterType *kroxyliciousv1alpha1.InClusterServiceType `json:"inClusterType,omitempty"`
 	// Annotations are added to the Services, for example a cloud load balancer's settings.
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// LoadBalancerClass selects the load balancer implementation. Kubernetes does not allow it
@@ -47,6 +61,14 @@ type ServiceSettingsApplyConfiguration struct {
 // apply.
 func ServiceSettings() *ServiceSettingsApplyConfiguration {
 	return &ServiceSettingsApplyConfiguration{}
+}
+
+// WithInClusterType sets the InClusterType field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InClusterType field is set to the value of the last call.
+func (b *ServiceSettingsApplyConfiguration) WithInClusterType(value kroxyliciousv1alpha1.InClusterServiceType) *ServiceSettingsApplyConfiguration {
+	b.InClusterType = &value
+	return b
 }
 
 // WithAnnotations puts the entries into the Annotations field in the declarative configuration
