@@ -120,6 +120,7 @@ func main() {
 	flag.StringVar(&onlyPaths, "paths", "", "measure only the paths whose names contain one of these comma-separated strings, and the rows they are compared with (-paths encryption: the encryption and unfiltered proxy TLS rows), in the throughput and small producers tables; empty: all")
 	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
 	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
+	flag.DurationVar(&idleScavenge, "idle-scavenge", idleScavenge, "how long the idle table waits at most, after its first reading, for the runtime's scavenger to return freed memory before its second")
 	flag.IntVar(&fetchMaxBytes, "fetch-max-bytes", fetchMaxBytes, "a Fetch request's MaxBytes (the consumer's fetch.max.bytes; Kafka's default)")
 	flag.IntVar(&fetchPartitionBytes, "fetch-partition-bytes", fetchPartitionBytes, "a Fetch request's PartitionMaxBytes (the consumer's max.partition.fetch.bytes; Kafka's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ import (
 // 32, then 16). Clients pipeline up to 5 by default (Java's max.in.flight.requests.per.connection).
 const maxPending = 8
 
+// tlsWaitSize is the wait buffer of a TLS client's request side (kafka.RelayOptions.WaitSize):
+// the 12 bytes of a request's size and header, rounded up.
+const tlsWaitSize = 16
+
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")
 
@@ -50,12 +55,14 @@ type proxyConn struct {
 	// filters.
 	expires func() time.Time
 	// atBoundary is set while the request side waits for a request's first bytes: a read
-	// deadline that fires then interrupts no request. It is set and cleared under mu, so a
-	// drain sees it agree with the read it interrupts.
+	// deadline that fires then interrupts no request. draining is set once the proxy drains.
+	// Each side stores its own flag before it loads the other's, so a drain and the request
+	// side cannot both miss each other (see beforeRead): that costs no lock per request. The
+	// read deadlines they set are set under mu.
 	atBoundary atomic.Bool
+	draining   atomic.Bool
 
 	mu          sync.Mutex
-	draining    bool
 	idle        time.Duration
 	lastRefresh time.Time
 	// deadline is the read deadline beforeRead set last (zero: none); a request whose first
@@ -73,9 +80,10 @@ func (pc *proxyConn) beforeRead() error {
 	if h := panicHook.Load(); h != nil {
 		(*h)("requests")
 	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.draining {
+	// At the boundary before the drain check: a drain that begins after the check sees the
+	// boundary and interrupts the wait (drain).
+	pc.atBoundary.Store(true)
+	if pc.draining.Load() {
 		return errDraining
 	}
 	now := time.Now()
@@ -83,17 +91,28 @@ func (pc *proxyConn) beforeRead() error {
 	if !expires.IsZero() && !now.Before(expires) {
 		return errExpired
 	}
-	pc.atBoundary.Store(true)
 	// Refreshing on every frame would cost a timer update per request; once a second is enough.
+	// Only the request side writes lastRefresh.
 	if now.Sub(pc.lastRefresh) > time.Second {
-		pc.lastRefresh = now
-		pc.deadline = now.Add(pc.idle)
-		if !expires.IsZero() && expires.Before(pc.deadline) {
-			pc.deadline = expires
-		}
-		return pc.client.SetReadDeadline(pc.deadline)
+		return pc.refreshDeadline(now, expires)
 	}
 	return nil
+}
+
+// refreshDeadline moves the idle read deadline on. Under mu, so it cannot undo the deadline
+// of a drain that began since beforeRead looked (it looks again).
+func (pc *proxyConn) refreshDeadline(now, expires time.Time) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.draining.Load() {
+		return errDraining
+	}
+	pc.lastRefresh = now
+	pc.deadline = now.Add(pc.idle)
+	if !expires.IsZero() && expires.Before(pc.deadline) {
+		pc.deadline = expires
+	}
+	return pc.client.SetReadDeadline(pc.deadline)
 }
 
 // expiry is when the connection is to end; zero when never.
@@ -131,12 +150,14 @@ func (b boundaryReader) Read(p []byte) (int, error) {
 // in the past, which would cut the request after its first bytes (and, on the byte-copying
 // path, after they were forwarded): the deadline beforeRead set is put back.
 func (pc *proxyConn) requestStarted() {
+	pc.atBoundary.Store(false)
+	if !pc.draining.Load() {
+		return // a drain that begins now sees no boundary and sets no deadline
+	}
+	// The drain stored draining under mu, and set its deadline before it let go of mu.
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.atBoundary.Store(false)
-	if pc.draining {
-		_ = pc.client.SetReadDeadline(pc.deadline)
-	}
+	_ = pc.client.SetReadDeadline(pc.deadline)
 }
 
 // drain stops the request side at the next frame boundary; responses in flight still flow.
@@ -147,7 +168,7 @@ func (pc *proxyConn) requestStarted() {
 func (pc *proxyConn) drain() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.draining = true
+	pc.draining.Store(true)
 	if pc.atBoundary.Load() {
 		_ = pc.client.SetReadDeadline(time.Now())
 	}
@@ -163,7 +184,7 @@ func (pc *proxyConn) stoppedForDrain(err error) bool {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.draining && pc.atBoundary.Load()
+	return pc.draining.Load() && pc.atBoundary.Load()
 }
 
 func (pc *proxyConn) closeNow() {
@@ -480,6 +501,11 @@ func (r *connRelay) requestRelay(first []byte) *kafka.RequestRelay {
 	opts.BeforeRead = r.pc.beforeRead
 	opts.Queued = r.startResponses
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	if _, ok := r.pc.client.(*tls.Conn); ok {
+		// An idle connection holds its wait buffer: 512 bytes, where a TLS client's next
+		// request waits decrypted in its tls.Conn and a few bytes read wake the relay as well.
+		opts.WaitSize = tlsWaitSize
+	}
 	return kafka.NewRequestRelay(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 }
 
