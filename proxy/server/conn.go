@@ -228,7 +228,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 		return nil
 	}
 	vc := route.cfg.Name
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
+	logger := connLogger(klog.FromContext(ctx), vc, nodeID, c.RemoteAddr())
 	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
 	first, ok := s.firstRequest(logger, client, cc, vc, lim)
 	if !ok {
@@ -246,7 +246,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	}
 	closed := s.Metrics.connectionOpened(vc, nodeID)
 	logger.V(2).Info("Connection routed", "upstream", addr)
-	return s.newRelay(logger, pc, route, lim, cc, first, closed)
+	return s.newRelay(klog.FromContext(ctx), nodeID, pc, route, lim, cc, first, closed)
 }
 
 // tuneTCP sets a client TCP connection's options: no Nagle delay, keepalive, and the user
@@ -394,8 +394,8 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 // active: started when a request is queued and none runs, ended a lingerPeriod or two after
 // the last request (responses). An idle connection holds one goroutine, waiting for its
 // client.
-func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
-	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
+func (s *Server) newRelay(base klog.Logger, nodeID int32, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
+	r := &connRelay{s: s, base: base, nodeID: nodeID, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
 		pending: make(chan kafka.Pending, maxPending),
 		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name)}}
 	if fc := connectionFilters(route, pc.client); fc != nil {
@@ -411,8 +411,12 @@ func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim
 
 // connRelay is what both sides of one connection's relay share.
 type connRelay struct {
-	s       *Server
-	logger  klog.Logger
+	s *Server
+	// base is the server's logger, and nodeID the broker the connection is for: the
+	// connection's logger (logger) is made from them when something is logged, for one kept
+	// per connection cost every idle connection a quarter KiB.
+	base    klog.Logger
+	nodeID  int32
 	pc      *proxyConn
 	route   *vcRoute
 	cc      countingConn
@@ -437,6 +441,16 @@ type connRelay struct {
 	respErr error
 }
 
+// logger is the connection's logger, with its virtual cluster, node id and client address.
+func (r *connRelay) logger() klog.Logger {
+	return connLogger(r.base, r.route.cfg.Name, r.nodeID, r.pc.client.RemoteAddr())
+}
+
+// connLogger is a connection's logger.
+func connLogger(base klog.Logger, vc string, nodeID int32, remote net.Addr) klog.Logger {
+	return klog.LoggerWithValues(base, "virtualCluster", vc, "nodeId", nodeID, "remote", remote.String())
+}
+
 // run is the relay's goroutine: the request side, then the responses still in flight, then
 // the connection's end. It is kept shallow, for its stack is the one an idle connection holds:
 // the wait for the client's next request is three calls below it (requests, Wait, and the
@@ -446,7 +460,7 @@ func (r *connRelay) run(src netip.Addr) {
 	defer s.connEnded(src)
 	defer func() {
 		if p := recover(); p != nil {
-			s.recovered(r.logger, p, pc.closeNow)
+			s.recovered(r.logger(), p, pc.closeNow)
 		}
 	}()
 	defer pc.closeNow()
@@ -458,7 +472,7 @@ func (r *connRelay) run(src netip.Addr) {
 	reqErr := r.requests()
 	respErr := r.finishResponses()
 	pc.closeNow()
-	s.relayEnded(r.logger, r.route.cfg.Name, reqErr, respErr)
+	s.relayEnded(r.logger(), r.route.cfg.Name, reqErr, respErr)
 }
 
 // requests is the request side: the client's requests to the broker, after the first. It
@@ -468,7 +482,7 @@ func (r *connRelay) requests() (err error) {
 	defer r.closeQueue()
 	defer func() {
 		if p := recover(); p != nil {
-			r.s.recovered(r.logger, p, r.pc.closeNow)
+			r.s.recovered(r.logger(), p, r.pc.closeNow)
 			err = fmt.Errorf("request side panicked: %v", p)
 		}
 	}()
@@ -485,7 +499,7 @@ func (r *connRelay) requests() (err error) {
 		err = errExpired
 	}
 	if errors.Is(err, errExpired) {
-		r.logger.V(2).Info("Connection expired: no more requests read; closing once the responses in flight are written")
+		r.logger().V(2).Info("Connection expired: no more requests read; closing once the responses in flight are written")
 	}
 	if !errors.Is(err, errDraining) && !errors.Is(err, errExpired) && !errors.Is(err, io.EOF) {
 		r.pc.closeNow()
@@ -568,7 +582,7 @@ func (r *connRelay) responses() {
 func (r *connRelay) relayResponses() (ended bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.s.recovered(r.logger, p, r.pc.closeNow)
+			r.s.recovered(r.logger(), p, r.pc.closeNow)
 			err = fmt.Errorf("response side panicked: %v", p)
 		}
 	}()
