@@ -119,9 +119,10 @@ func main() {
 	saslN := flag.Int("sasl-handshakes", 3000, "SCRAM-SHA-512 handshakes per listener through SaslTermination (sasl.go); 0 skips")
 	saslOnly := flag.Bool("sasl-only", false, "run only the SaslTermination handshake rate")
 	flag.StringVar(&idleProfile, "idleprofile", "", "write a heap profile of the idle proxy process (-idle) at each count to this file name plus .<count>")
-	flag.StringVar(&onlyPaths, "paths", "", "measure only the paths whose names contain one of these comma-separated strings, and the rows they are compared with (-paths encryption: the encryption and unfiltered proxy TLS rows); empty: all")
+	flag.StringVar(&onlyPaths, "paths", "", "measure only the paths whose names contain one of these comma-separated strings, and the rows they are compared with (-paths encryption: the encryption and unfiltered proxy TLS rows), in the throughput and small producers tables; empty: all")
 	smallOnly := flag.Bool("small-only", false, "run only the small producers table (-small-producers); -proxyprofile then profiles it into the file name plus .small.N")
 	idleOnly := flag.Bool("idle-only", false, "run only the idle connections table (-idle)")
+	flag.DurationVar(&idleScavenge, "idle-scavenge", idleScavenge, "how long the idle table waits at most, after its first reading, for the runtime's scavenger to return freed memory before its second")
 	flag.IntVar(&fetchMaxBytes, "fetch-max-bytes", fetchMaxBytes, "a Fetch request's MaxBytes (the consumer's fetch.max.bytes; Kafka's default)")
 	flag.IntVar(&fetchPartitionBytes, "fetch-partition-bytes", fetchPartitionBytes, "a Fetch request's PartitionMaxBytes (the consumer's max.partition.fetch.bytes; Kafka's default)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -353,29 +354,39 @@ var onlyPaths string
 // selectPaths keeps the paths whose names contain one of the comma-separated names, and the
 // rows they are compared with (and theirs), renumbering the rows' bases; empty names keep all.
 func selectPaths(paths []path, names string) []path {
+	return selectRows(paths, names, func(p *path) (string, *int) { return p.name, &p.base })
+}
+
+// selectRows is selectPaths for any table whose rows have a name and a base row (field gives
+// both).
+func selectRows[T any](rows []T, names string, field func(*T) (string, *int)) []T {
 	if names == "" {
-		return paths
+		return rows
 	}
-	keep := make([]bool, len(paths))
-	for i, p := range paths {
+	keep := make([]bool, len(rows))
+	for i := range rows {
+		name, _ := field(&rows[i])
 		for _, n := range strings.Split(names, ",") {
-			if n != "" && strings.Contains(p.name, n) {
-				for j := i; !keep[j]; j = paths[j].base {
+			if n != "" && strings.Contains(name, n) {
+				for j := i; !keep[j]; {
 					keep[j] = true
+					_, base := field(&rows[j])
+					j = *base
 				}
 			}
 		}
 	}
-	index := make([]int, len(paths))
-	var kept []path
-	for i, p := range paths {
+	index := make([]int, len(rows))
+	var kept []T
+	for i, r := range rows {
 		if keep[i] {
 			index[i] = len(kept)
-			kept = append(kept, p)
+			kept = append(kept, r)
 		}
 	}
 	for i := range kept {
-		kept[i].base = index[kept[i].base]
+		_, base := field(&kept[i])
+		*base = index[*base]
 	}
 	return kept
 }

@@ -42,6 +42,7 @@ func smallProducers(run smallRun, plain, tlsK *kfake.Cluster, h *hops, roots *x5
 	if err != nil {
 		return err
 	}
+	targets = selectRows(targets, onlyPaths, func(t *smallTarget) (string, *int) { return t.name, &t.base })
 	frame, err := smallProduceFrame()
 	if err != nil {
 		return err

@@ -23,12 +23,19 @@ var (
 // end an idle spell fit in it, so waking up costs no extra read.
 const waitSize = 512
 
+// waitBuffers are the wait buffers of the sides that give theirs back between bursts (the
+// response side, which waits on the broker only while responses are awaited).
+var waitBuffers = sync.Pool{New: func() any { return new([waitSize]byte) }}
+
 // lazyReader reads conn through a pooled bufio.Reader that it takes when bytes arrive and gives
 // back when it holds none.
 type lazyReader struct {
-	conn   io.Reader
-	br     *bufio.Reader
-	wait   [waitSize]byte
+	conn io.Reader
+	br   *bufio.Reader
+	// wait is what waitForBytes reads into: a buffer the reader keeps (its own, NewRequestRelay)
+	// or, when nil, one from waitBuffers held until releaseAll.
+	wait   []byte
+	pooled *[waitSize]byte
 	prefix []byte // bytes read into wait, not yet taken by br
 }
 
@@ -69,16 +76,34 @@ func (l *lazyReader) release() {
 	}
 }
 
-// waitForBytes blocks until conn has bytes (or fails), holding no pooled buffer meanwhile.
+// releaseAll is release, and gives a pooled wait buffer back too, when nothing read into it is
+// left: for a side that waits no more until its next burst.
+func (l *lazyReader) releaseAll() {
+	l.release()
+	if l.pooled != nil && len(l.prefix) == 0 {
+		waitBuffers.Put(l.pooled)
+		l.pooled = nil
+	}
+}
+
+// waitForBytes blocks until conn has bytes (or fails), holding no pooled buffer meanwhile but
+// the wait buffer.
 func (l *lazyReader) waitForBytes() error {
 	if l.buffered() > 0 {
 		return nil
 	}
 	l.release()
+	wait := l.wait
+	if wait == nil {
+		if l.pooled == nil {
+			l.pooled = waitBuffers.Get().(*[waitSize]byte)
+		}
+		wait = l.pooled[:]
+	}
 	for {
-		n, err := l.conn.Read(l.wait[:])
+		n, err := l.conn.Read(wait)
 		if n > 0 {
-			l.prefix = l.wait[:n]
+			l.prefix = wait[:n]
 			return nil // an error comes again with the next read
 		}
 		if err != nil {

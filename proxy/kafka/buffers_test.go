@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -20,38 +21,50 @@ func TestLazyReaderKeepsEveryByte(t *testing.T) {
 		"half":     func() io.Reader { return iotest.HalfReader(bytes.NewReader(data)) },
 		"one byte": func() io.Reader { return iotest.OneByteReader(bytes.NewReader(data)) },
 	} {
-		t.Run(name, func(t *testing.T) {
-			l := &lazyReader{conn: src()}
-			var got []byte
-			small, large := make([]byte, 12), make([]byte, 70<<10)
-			for step := 0; ; step++ {
-				if l.buffered() == 0 {
-					l.release()
-					if l.br != nil {
-						t.Fatal("an empty reader kept its buffer")
-					}
-					if err := l.waitForBytes(); errors.Is(err, io.EOF) {
-						break
-					} else if err != nil {
-						t.Fatal(err)
-					}
+		for _, wait := range []int{0, 16, waitSize} {
+			testLazyReader(t, fmt.Sprintf("%s/wait=%d", name, wait), src(), wait, data)
+		}
+	}
+}
+
+// testLazyReader reads data from src as TestLazyReaderKeepsEveryByte does, waiting with a
+// buffer of its own of size wait, or with a pooled one (wait 0) that releaseAll gives back.
+func testLazyReader(t *testing.T, name string, src io.Reader, wait int, data []byte) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		l := &lazyReader{conn: src}
+		if wait > 0 {
+			l.wait = make([]byte, wait)
+		}
+		var got []byte
+		small, large := make([]byte, 12), make([]byte, 70<<10)
+		for step := 0; ; step++ {
+			if l.buffered() == 0 {
+				l.releaseAll()
+				if l.br != nil || l.pooled != nil {
+					t.Fatal("an empty reader kept a buffer")
 				}
-				// Alternate small and large reads, as frame headers and bodies do.
-				buf := small
-				if step%2 == 1 {
-					buf = large
-				}
-				k, err := l.reader().Read(buf)
-				got = append(got, buf[:k]...)
-				if err != nil && !errors.Is(err, io.EOF) {
+				if err := l.waitForBytes(); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
 					t.Fatal(err)
 				}
 			}
-			if !bytes.Equal(got, data) {
-				t.Fatalf("read %d bytes, want the %d written, in order", len(got), len(data))
+			// Alternate small and large reads, as frame headers and bodies do.
+			buf := small
+			if step%2 == 1 {
+				buf = large
 			}
-		})
-	}
+			k, err := l.reader().Read(buf)
+			got = append(got, buf[:k]...)
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("read %d bytes, want the %d written, in order", len(got), len(data))
+		}
+	})
 }
 
 // TestLazyWriterGivesBufferBack checks a flushed writer holds no buffer and wrote everything.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -115,5 +116,13 @@ func TestAClientsKeyIsNeverWake(t *testing.T) {
 	}
 	if !IsWake(Wake) {
 		t.Error("Wake is not Wake")
+	}
+}
+
+// TestPendingSize keeps a Pending at 64 bytes on 64-bit platforms: every connection's queue
+// holds eight of them (server.maxPending), idle or not.
+func TestPendingSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) == 8 && unsafe.Sizeof(Pending{}) != 64 {
+		t.Fatalf("a Pending is %d bytes, want 64", unsafe.Sizeof(Pending{}))
 	}
 }

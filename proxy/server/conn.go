@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,10 @@ import (
 // 32, then 16). Clients pipeline up to 5 by default (Java's max.in.flight.requests.per.connection).
 const maxPending = 8
 
+// tlsWaitSize is the wait buffer of a TLS client's request side (kafka.RelayOptions.WaitSize):
+// the 12 bytes of a request's size and header, rounded up.
+const tlsWaitSize = 16
+
 // errDraining ends the request side of a connection during shutdown.
 var errDraining = errors.New("proxy shutting down")
 
@@ -50,12 +55,14 @@ type proxyConn struct {
 	// filters.
 	expires func() time.Time
 	// atBoundary is set while the request side waits for a request's first bytes: a read
-	// deadline that fires then interrupts no request. It is set and cleared under mu, so a
-	// drain sees it agree with the read it interrupts.
+	// deadline that fires then interrupts no request. draining is set once the proxy drains.
+	// Each side stores its own flag before it loads the other's, so a drain and the request
+	// side cannot both miss each other (see beforeRead): that costs no lock per request. The
+	// read deadlines they set are set under mu.
 	atBoundary atomic.Bool
+	draining   atomic.Bool
 
 	mu          sync.Mutex
-	draining    bool
 	idle        time.Duration
 	lastRefresh time.Time
 	// deadline is the read deadline beforeRead set last (zero: none); a request whose first
@@ -73,9 +80,10 @@ func (pc *proxyConn) beforeRead() error {
 	if h := panicHook.Load(); h != nil {
 		(*h)("requests")
 	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	if pc.draining {
+	// At the boundary before the drain check: a drain that begins after the check sees the
+	// boundary and interrupts the wait (drain).
+	pc.atBoundary.Store(true)
+	if pc.draining.Load() {
 		return errDraining
 	}
 	now := time.Now()
@@ -83,17 +91,28 @@ func (pc *proxyConn) beforeRead() error {
 	if !expires.IsZero() && !now.Before(expires) {
 		return errExpired
 	}
-	pc.atBoundary.Store(true)
 	// Refreshing on every frame would cost a timer update per request; once a second is enough.
+	// Only the request side writes lastRefresh.
 	if now.Sub(pc.lastRefresh) > time.Second {
-		pc.lastRefresh = now
-		pc.deadline = now.Add(pc.idle)
-		if !expires.IsZero() && expires.Before(pc.deadline) {
-			pc.deadline = expires
-		}
-		return pc.client.SetReadDeadline(pc.deadline)
+		return pc.refreshDeadline(now, expires)
 	}
 	return nil
+}
+
+// refreshDeadline moves the idle read deadline on. Under mu, so it cannot undo the deadline
+// of a drain that began since beforeRead looked (it looks again).
+func (pc *proxyConn) refreshDeadline(now, expires time.Time) error {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.draining.Load() {
+		return errDraining
+	}
+	pc.lastRefresh = now
+	pc.deadline = now.Add(pc.idle)
+	if !expires.IsZero() && expires.Before(pc.deadline) {
+		pc.deadline = expires
+	}
+	return pc.client.SetReadDeadline(pc.deadline)
 }
 
 // expiry is when the connection is to end; zero when never.
@@ -131,12 +150,14 @@ func (b boundaryReader) Read(p []byte) (int, error) {
 // in the past, which would cut the request after its first bytes (and, on the byte-copying
 // path, after they were forwarded): the deadline beforeRead set is put back.
 func (pc *proxyConn) requestStarted() {
+	pc.atBoundary.Store(false)
+	if !pc.draining.Load() {
+		return // a drain that begins now sees no boundary and sets no deadline
+	}
+	// The drain stored draining under mu, and set its deadline before it let go of mu.
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.atBoundary.Store(false)
-	if pc.draining {
-		_ = pc.client.SetReadDeadline(pc.deadline)
-	}
+	_ = pc.client.SetReadDeadline(pc.deadline)
 }
 
 // drain stops the request side at the next frame boundary; responses in flight still flow.
@@ -147,7 +168,7 @@ func (pc *proxyConn) requestStarted() {
 func (pc *proxyConn) drain() {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	pc.draining = true
+	pc.draining.Store(true)
 	if pc.atBoundary.Load() {
 		_ = pc.client.SetReadDeadline(time.Now())
 	}
@@ -163,7 +184,7 @@ func (pc *proxyConn) stoppedForDrain(err error) bool {
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	return pc.draining && pc.atBoundary.Load()
+	return pc.draining.Load() && pc.atBoundary.Load()
 }
 
 func (pc *proxyConn) closeNow() {
@@ -207,7 +228,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 		return nil
 	}
 	vc := route.cfg.Name
-	logger := klog.LoggerWithValues(klog.FromContext(ctx), "virtualCluster", vc, "nodeId", nodeID, "remote", c.RemoteAddr().String())
+	logger := connLogger(klog.FromContext(ctx), vc, nodeID, c.RemoteAddr())
 	cc := countingConn{Conn: client, in: s.Metrics.Bytes.WithLabelValues(vc, "in"), out: s.Metrics.Bytes.WithLabelValues(vc, "out")}
 	first, ok := s.firstRequest(logger, client, cc, vc, lim)
 	if !ok {
@@ -225,7 +246,7 @@ func (s *Server) handle(ctx context.Context, rt *listenerRT, c net.Conn, plainNo
 	}
 	closed := s.Metrics.connectionOpened(vc, nodeID)
 	logger.V(2).Info("Connection routed", "upstream", addr)
-	return s.newRelay(logger, pc, route, lim, cc, first, closed)
+	return s.newRelay(klog.FromContext(ctx), nodeID, pc, route, lim, cc, first, closed)
 }
 
 // tuneTCP sets a client TCP connection's options: no Nagle delay, keepalive, and the user
@@ -373,8 +394,8 @@ func (s *Server) recovered(logger klog.Logger, r any, closeConn func()) {
 // active: started when a request is queued and none runs, ended a lingerPeriod or two after
 // the last request (responses). An idle connection holds one goroutine, waiting for its
 // client.
-func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
-	r := &connRelay{s: s, logger: logger, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
+func (s *Server) newRelay(base klog.Logger, nodeID int32, pc *proxyConn, route *vcRoute, lim config.Limits, cc countingConn, first []byte, closed func()) *connRelay {
+	r := &connRelay{s: s, base: base, nodeID: nodeID, pc: pc, route: route, cc: cc, wt: lim.WriteTimeout.Duration, closed: closed,
 		pending: make(chan kafka.Pending, maxPending),
 		opts:    kafka.RelayOptions{MaxFrame: lim.MaxFrameBytes, Stats: s.Metrics.virtualCluster(route.cfg.Name)}}
 	if fc := connectionFilters(route, pc.client); fc != nil {
@@ -390,8 +411,12 @@ func (s *Server) newRelay(logger klog.Logger, pc *proxyConn, route *vcRoute, lim
 
 // connRelay is what both sides of one connection's relay share.
 type connRelay struct {
-	s       *Server
-	logger  klog.Logger
+	s *Server
+	// base is the server's logger, and nodeID the broker the connection is for: the
+	// connection's logger (logger) is made from them when something is logged, for one kept
+	// per connection cost every idle connection a quarter KiB.
+	base    klog.Logger
+	nodeID  int32
 	pc      *proxyConn
 	route   *vcRoute
 	cc      countingConn
@@ -416,6 +441,16 @@ type connRelay struct {
 	respErr error
 }
 
+// logger is the connection's logger, with its virtual cluster, node id and client address.
+func (r *connRelay) logger() klog.Logger {
+	return connLogger(r.base, r.route.cfg.Name, r.nodeID, r.pc.client.RemoteAddr())
+}
+
+// connLogger is a connection's logger.
+func connLogger(base klog.Logger, vc string, nodeID int32, remote net.Addr) klog.Logger {
+	return klog.LoggerWithValues(base, "virtualCluster", vc, "nodeId", nodeID, "remote", remote.String())
+}
+
 // run is the relay's goroutine: the request side, then the responses still in flight, then
 // the connection's end. It is kept shallow, for its stack is the one an idle connection holds:
 // the wait for the client's next request is three calls below it (requests, Wait, and the
@@ -425,7 +460,7 @@ func (r *connRelay) run(src netip.Addr) {
 	defer s.connEnded(src)
 	defer func() {
 		if p := recover(); p != nil {
-			s.recovered(r.logger, p, pc.closeNow)
+			s.recovered(r.logger(), p, pc.closeNow)
 		}
 	}()
 	defer pc.closeNow()
@@ -437,7 +472,7 @@ func (r *connRelay) run(src netip.Addr) {
 	reqErr := r.requests()
 	respErr := r.finishResponses()
 	pc.closeNow()
-	s.relayEnded(r.logger, r.route.cfg.Name, reqErr, respErr)
+	s.relayEnded(r.logger(), r.route.cfg.Name, reqErr, respErr)
 }
 
 // requests is the request side: the client's requests to the broker, after the first. It
@@ -447,7 +482,7 @@ func (r *connRelay) requests() (err error) {
 	defer r.closeQueue()
 	defer func() {
 		if p := recover(); p != nil {
-			r.s.recovered(r.logger, p, r.pc.closeNow)
+			r.s.recovered(r.logger(), p, r.pc.closeNow)
 			err = fmt.Errorf("request side panicked: %v", p)
 		}
 	}()
@@ -464,7 +499,7 @@ func (r *connRelay) requests() (err error) {
 		err = errExpired
 	}
 	if errors.Is(err, errExpired) {
-		r.logger.V(2).Info("Connection expired: no more requests read; closing once the responses in flight are written")
+		r.logger().V(2).Info("Connection expired: no more requests read; closing once the responses in flight are written")
 	}
 	if !errors.Is(err, errDraining) && !errors.Is(err, errExpired) && !errors.Is(err, io.EOF) {
 		r.pc.closeNow()
@@ -480,6 +515,11 @@ func (r *connRelay) requestRelay(first []byte) *kafka.RequestRelay {
 	opts.BeforeRead = r.pc.beforeRead
 	opts.Queued = r.startResponses
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
+	if _, ok := r.pc.client.(*tls.Conn); ok {
+		// An idle connection holds its wait buffer: 512 bytes, where a TLS client's next
+		// request waits decrypted in its tls.Conn and a few bytes read wake the relay as well.
+		opts.WaitSize = tlsWaitSize
+	}
 	return kafka.NewRequestRelay(client, newDeadlineWriter(r.pc.upstream, r.pc.upstream, r.wt), r.pending, opts)
 }
 
@@ -542,7 +582,7 @@ func (r *connRelay) responses() {
 func (r *connRelay) relayResponses() (ended bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.s.recovered(r.logger, p, r.pc.closeNow)
+			r.s.recovered(r.logger(), p, r.pc.closeNow)
 			err = fmt.Errorf("response side panicked: %v", p)
 		}
 	}()

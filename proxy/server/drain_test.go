@@ -80,10 +80,7 @@ func drainingConns(s *Server) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for pc := range s.conns {
-		pc.mu.Lock()
-		d := pc.draining
-		pc.mu.Unlock()
-		if !d {
+		if !pc.draining.Load() {
 			return false
 		}
 	}
