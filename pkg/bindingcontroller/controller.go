@@ -112,6 +112,7 @@ type reconciler struct {
 	stretch     *stretchWatch                // node pools and ServiceExports; see stretch.go
 	targets     *targets                     // copies in member clusters; see targets.go
 	cache       *binding.StoreCache
+	ownWrites   ownWrites // status patches the cache has not shown yet; see ownwrites.go
 	recorder    record.EventRecorder
 	clock       clock.PassiveClock
 }

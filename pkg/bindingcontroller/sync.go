@@ -37,10 +37,16 @@ func (r *reconciler) sync(ctx context.Context, key cache.ObjectName) error {
 		// Garbage collection deletes the Secret through its owner reference; the finalizer saw
 		// to the copies in member clusters.
 		r.targets.drop(key)
+		r.ownWrites.forget(key)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if r.ownWrites.pending(key, conn.ResourceVersion) {
+		// The cache has not seen our last status patch yet; its event enqueues the connection.
+		logger.V(4).Info("Waiting for the cache to show the status written")
+		return nil
 	}
 	if conn.DeletionTimestamp != nil {
 		// Garbage collection deletes the Secret; copies in member clusters are ours to remove.
@@ -610,9 +616,13 @@ func (r *reconciler) updateStatus(ctx context.Context, conn *kafkav1beta2.KafkaC
 	if err != nil {
 		return err
 	}
-	_, err = r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
+	patched, err := r.kafkalink.KafkaV1beta2().KafkaConnections(conn.Namespace).Patch(ctx, conn.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: controller.FieldManager}, "status")
-	return err
+	if err != nil {
+		return err
+	}
+	r.ownWrites.wrote(cache.ObjectName{Namespace: conn.Namespace, Name: conn.Name}, conn.ResourceVersion, patched.ResourceVersion)
+	return nil
 }
 
 // gatherOAuth reads the connection's OAuth client credentials Secret. It is read from the API

@@ -100,11 +100,13 @@ type Options struct {
 func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; the in-cluster configuration when empty.")
 	// The API server's Priority and Fairness (the FlowSchema and PriorityLevelConfiguration in
-	// manifests/rbac/flowcontrol.yaml) shares it out between clients; this client-side limit is
-	// only a safety net against a hot loop, set well above what a large install needs (5,000
-	// connections took 3 m at 50 requests per second, most of it waiting on this limiter).
-	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 500, "Client-side safety limit on requests per second to the API server; the server's Priority and Fairness does the sharing (docs/install.md).")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 1000, "Burst of requests to the API server above --kube-api-qps.")
+	// manifests/rbac/flowcontrol.yaml) shares it out between clients, as SIG API Machinery
+	// advises and controller-runtime does by default: no client-side rate limit unless asked
+	// for. The workers bound what the operator has in flight (each sync makes its requests one
+	// after the other), and a client-side limit only made it wait with the server idle: 500 per
+	// second, per client, set the pace of a CA renewal on a large API server (docs/scale.md).
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", -1, "Client-side limit on requests per second to the API server, per client; negative for none (the default: the server's Priority and Fairness does the sharing, docs/install.md).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 1000, "Burst of requests to the API server above --kube-api-qps, when that is positive.")
 	fs.Func("watch-namespaces", "Comma-separated namespaces to watch; all namespaces when empty.", commaList(&o.WatchNamespaces))
 	fs.StringVar(&o.MetricsAddress, "metrics-address", ":8080", "Address of the Prometheus /metrics endpoint; empty disables it.")
 	fs.BoolVar(&o.Profiling, "profiling", false, "Also serve Go's /debug/pprof/ profiles on the metrics address (for measuring; they show the operator's internals, so keep that address private).")
@@ -115,7 +117,9 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 15*time.Second, "How long a standby waits before taking over an unrenewed Lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 10*time.Second, "How long the leader retries renewing before giving up.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 2*time.Second, "How often candidates try to take or renew the Lease.")
-	fs.IntVar(&o.Workers, "workers", 4, "Workers per controller.")
+	// 16: with 4, 5,000 connections waited on the workers with the API server's cores half idle;
+	// past 16 a 2-core API server gains little more and stale-cache conflicts begin (docs/scale.md).
+	fs.IntVar(&o.Workers, "workers", 16, "Workers per controller: at most this many objects of a kind are reconciled at once, each making its API requests one after another.")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", "svc.cluster.local", "Hostnames ending in this domain are served in-cluster.")
 	fs.StringVar(&o.ProxyImage, "proxy-image", version.ProxyImage(), "Image of the kafkalink-proxy Deployments (defaults to the proxy of this release).")
 	fs.Func("allowed-metadata-prefixes", "Comma-separated prefixes (such as example.com/) that KafkaGateway infrastructure labels and annotations must start with to be put on generated pods and Services (others are not applied and are reported in the gateway's Accepted condition), and that KafkaConnection spec.template.secret.metadata keys must start with (a connection with others is not Ready, MetadataNotAllowed). Unset: any.", commaList(&o.AllowedMetadataPrefixes))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,12 +55,19 @@ type phaseWrites struct {
 	events []framework.AuditEvent
 }
 
-// printWrites prints, per phase, the operator's writes by kind and per connection.
+// printWrites prints, per phase, the operator's writes by kind and per connection; the writes the
+// API server refused (a conflict from a stale cache costs as much as a write) are counted apart,
+// by status code.
 func printWrites(phases []phaseWrites, n int) {
 	fmt.Printf("  operator writes by phase (audit log), per connection of %d:\n", n)
 	fmt.Printf("    %-22s %-38s %8s %8s\n", "phase", "write", "count", "per conn")
 	for _, p := range phases {
 		kinds := framework.WritesByKind(p.events)
+		for _, e := range p.events {
+			if e.ResponseStatus.Code >= 300 {
+				kinds[fmt.Sprintf("%s (%d)", writeKind(e), e.ResponseStatus.Code)]++
+			}
+		}
 		names := make([]string, 0, len(kinds))
 		for k := range kinds {
 			names = append(names, k)
@@ -72,6 +80,57 @@ func printWrites(phases []phaseWrites, n int) {
 			fmt.Printf("    %-22s %-38s %8d %8.2f\n", p.name, k, kinds[k], float64(kinds[k])/float64(n))
 		}
 	}
+}
+
+// writeKind is the kind WritesByKind counts e under.
+func writeKind(e framework.AuditEvent) string {
+	for k := range framework.WritesByKind([]framework.AuditEvent{e}) {
+		return k
+	}
+	return "?"
+}
+
+// printReads prints the operator's reads by verb, resource and query (values of resourceVersion,
+// resourceVersionMatch, limit and sendInitialEvents kept, others dropped), to show how it lists:
+// from the watch cache or etcd, paged or not, and whether it reads objects one by one. A watch
+// counts once (at the end of its response, or its start while it is still open).
+func printReads(events []framework.AuditEvent, n int) {
+	counts := map[string]int{}
+	for _, e := range events {
+		if e.Verb == "watch" && e.Stage == "ResponseComplete" {
+			continue
+		}
+		counts[readKind(e)]++
+	}
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	fmt.Printf("  operator reads from start to all Ready (audit log), per connection of %d:\n", n)
+	for _, k := range names {
+		fmt.Printf("    %-100s %6d %8.3f\n", k, counts[k], float64(counts[k])/float64(n))
+	}
+}
+
+func readKind(e framework.AuditEvent) string {
+	kind := writeKind(e)
+	if strings.HasSuffix(kind, " ?") { // not namespaced: the whole path
+		path, _, _ := strings.Cut(e.RequestURI, "?")
+		kind = e.Verb + " " + path
+	}
+	_, query, _ := strings.Cut(e.RequestURI, "?")
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return kind
+	}
+	var kept []string
+	for _, key := range []string{"resourceVersion", "resourceVersionMatch", "limit", "sendInitialEvents", "watch"} {
+		if v, ok := values[key]; ok {
+			kept = append(kept, key+"="+strings.Join(v, ","))
+		}
+	}
+	return kind + " " + strings.Join(kept, "&")
 }
 
 // heapTop saves the operator's heap profile (served with --profiling on metrics), taken after a
@@ -91,9 +150,13 @@ func heapTop(b *testing.B, metrics, binary, label string) (live int64) {
 	return live
 }
 
-// cpuTop profiles the operator's CPU for the given time from now, in the background; the
-// returned function waits for the profile and prints its top functions.
+// cpuTop profiles the operator's CPU for the given time from now, in the background, when
+// BINDING_BENCH_OPERATOR_PROFILE is set; the returned function waits for the profile and prints
+// its top functions. Off by default: the profiler's cost would be in the operator's CPU figures.
 func cpuTop(b *testing.B, metrics, binary string, d time.Duration) (print func()) {
+	if os.Getenv("BINDING_BENCH_OPERATOR_PROFILE") == "" {
+		return func() {}
+	}
 	done := make(chan string, 1)
 	go func() {
 		for range 100 { // the operator's metrics listener opens shortly after it starts

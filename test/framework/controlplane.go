@@ -205,13 +205,18 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	return cp, nil
 }
 
-// auditPolicy records every write at Metadata level, so tests can count the operator's writes.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+// auditPolicy records every write at Metadata level, so tests can count the operator's writes,
+// and the operator's reads (its user only: a handful of LISTs and watches, unless it reads per
+// object), so benchmarks can say what it asks of the API server (ControlPlane.Reads).
+var auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: Metadata
+  users: ["` + OperatorUser + `"]
+  verbs: ["get", "list", "watch"]
 - level: None
 `
 

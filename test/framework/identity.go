@@ -54,9 +54,10 @@ func ServiceAccountUser(namespace, name string) string {
 	return "system:serviceaccount:" + namespace + ":" + name
 }
 
-// AuditEvent is one write request from the audit log.
+// AuditEvent is one request from the audit log.
 type AuditEvent struct {
 	Verb       string `json:"verb"`
+	Stage      string `json:"stage"`
 	RequestURI string `json:"requestURI"`
 	User       struct {
 		Username string `json:"username"`
@@ -69,6 +70,19 @@ type AuditEvent struct {
 // Writes returns the write requests (create, update, patch, delete) that a user made, in order.
 // The audit log is written synchronously, so a request that returned is already in it.
 func (cp *ControlPlane) Writes(user string) ([]AuditEvent, error) {
+	return cp.audited(user, func(verb string) bool { return !readVerbs[verb] })
+}
+
+// Reads returns the read requests (get, list, watch) of the operator's user, in order; the audit
+// policy records no one else's. A watch appears twice: when its response starts and when it ends.
+func (cp *ControlPlane) Reads(user string) ([]AuditEvent, error) {
+	return cp.audited(user, func(verb string) bool { return readVerbs[verb] })
+}
+
+var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
+
+// audited returns the audit log's events of user whose verb keep accepts.
+func (cp *ControlPlane) audited(user string, keep func(verb string) bool) ([]AuditEvent, error) {
 	f, err := os.Open(cp.AuditLog)
 	if err != nil {
 		return nil, err
@@ -82,7 +96,7 @@ func (cp *ControlPlane) Writes(user string) ([]AuditEvent, error) {
 		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
 			continue
 		}
-		if e.User.Username == user {
+		if e.User.Username == user && keep(e.Verb) {
 			events = append(events, e)
 		}
 	}
