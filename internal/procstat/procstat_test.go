@@ -51,3 +51,23 @@ func TestRSSGrowsWithTouchedMemory(t *testing.T) {
 	}
 	b[len(b)-1] = 2 // keeps b alive until RSS was read
 }
+
+// TestFaultsCountFirstTouches touches 64 MiB of fresh memory and checks Faults sees at least a
+// fault per 2 MiB (a huge page, should the kernel back the memory with them).
+func TestFaultsCountFirstTouches(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	before, _ := Faults(os.Getpid())
+	b := make([]byte, 64<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	if after, _ := Faults(os.Getpid()); after-before < 32 {
+		t.Errorf("%d minor faults after touching %d fresh bytes", after-before, len(b))
+	}
+	if minor, major := Faults(-1); minor != 0 || major != 0 {
+		t.Error("a missing process has page faults")
+	}
+	b[len(b)-1] = 2 // keeps b alive until Faults was read
+}

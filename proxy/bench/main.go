@@ -85,6 +85,9 @@ type result struct {
 	hopCPUPerMiB             float64 // the relay's or proxy's process
 	// The same by phase, per MiB of that phase: what printCPUTable compares.
 	produceCPU, produceHop, fetchCPU, fetchHop float64
+	// Minor page faults per MiB of each phase, this process's and the hop's: copies into memory
+	// touched for the first time pay one per page, which can outweigh the copy.
+	produceFaults, produceHopFaults, fetchFaults, fetchHopFaults float64
 }
 
 // workload is the records of one table: their size and the producer's compression.
@@ -553,13 +556,14 @@ func printTable(w workload, paths []path, all [][]result) {
 // ratio they imply where the two cores are what bounds throughput: the compared row's CPU per MiB
 // over this row's. Unlike MiB/s, that ratio holds on a host that other work shares.
 func printCPUTable(paths []path, med []result) {
-	fmt.Println("\n| path | produce: client+kfake, hop ms/MiB | CPU-bound vs | fetch: client+kfake, hop ms/MiB | CPU-bound vs |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("\n| path | produce: client+kfake, hop ms/MiB | CPU-bound vs | fetch: client+kfake, hop ms/MiB | CPU-bound vs | page faults per MiB, produce: client+kfake, hop | fetch: client+kfake, hop |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for i, p := range paths {
 		m, base := med[i], med[p.base]
-		fmt.Printf("| %s | %.2f + %.2f | %.0f%% | %.2f + %.2f | %.0f%% |\n", p.name,
+		fmt.Printf("| %s | %.2f + %.2f | %.0f%% | %.2f + %.2f | %.0f%% | %.0f, %.0f | %.0f, %.0f |\n", p.name,
 			m.produceCPU, m.produceHop, 100*(base.produceCPU+base.produceHop)/(m.produceCPU+m.produceHop),
-			m.fetchCPU, m.fetchHop, 100*(base.fetchCPU+base.fetchHop)/(m.fetchCPU+m.fetchHop))
+			m.fetchCPU, m.fetchHop, 100*(base.fetchCPU+base.fetchHop)/(m.fetchCPU+m.fetchHop),
+			m.produceFaults, m.produceHopFaults, m.fetchFaults, m.fetchHopFaults)
 	}
 }
 
@@ -616,6 +620,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	}
 	defer holdGC()()
 	cpu0, hop0 := cpuTime(), procstat.CPU(p.hop)
+	f0, hf0 := minorFaults(os.Getpid()), minorFaults(p.hop)
 	start := time.Now()
 	var produceErr atomic.Value
 	for i := 0; i < n; i++ {
@@ -635,6 +640,8 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	res.produce = float64(mib) / el
 	cpu1, hop1 := cpuTime(), procstat.CPU(p.hop)
 	res.produceCPU, res.produceHop = perMiB(cpu1-cpu0, mib), perMiB(hop1-hop0, mib)
+	f1, hf1 := minorFaults(os.Getpid()), minorFaults(p.hop)
+	res.produceFaults, res.produceHopFaults = float64(f1-f0)/float64(mib), float64(hf1-hf0)/float64(mib)
 
 	fetched, fel, err := fetchAll(ctx, prod, topic)
 	if err != nil {
@@ -646,6 +653,8 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	res.fetch = float64(fetched) * float64(len(value)) / (1 << 20) / fel.Seconds()
 	cpu2, hop2 := cpuTime(), procstat.CPU(p.hop)
 	res.fetchCPU, res.fetchHop = perMiB(cpu2-cpu1, mib), perMiB(hop2-hop1, mib)
+	f2, hf2 := minorFaults(os.Getpid()), minorFaults(p.hop)
+	res.fetchFaults, res.fetchHopFaults = float64(f2-f1)/float64(mib), float64(hf2-hf1)/float64(mib)
 	res.cpuPerMiB = perMiB(cpu2-cpu0, 2*mib)
 	if p.hop != 0 {
 		res.hopCPUPerMiB = perMiB(hop2-hop0, 2*mib)
@@ -815,6 +824,15 @@ func nextOffset(b []byte, from int64) int64 {
 	return next
 }
 
+// minorFaults is process pid's minor page faults; zero for no process (pid 0: the direct paths).
+func minorFaults(pid int) int64 {
+	if pid == 0 {
+		return 0
+	}
+	minor, _ := procstat.Faults(pid)
+	return minor
+}
+
 // perMiB is milliseconds of CPU per MiB.
 func perMiB(cpu time.Duration, mib int) float64 { return cpu.Seconds() * 1000 / float64(mib) }
 
@@ -836,6 +854,11 @@ func median(rs []result) result {
 		produceHop:   pick(func(r result) float64 { return r.produceHop }),
 		fetchCPU:     pick(func(r result) float64 { return r.fetchCPU }),
 		fetchHop:     pick(func(r result) float64 { return r.fetchHop }),
+
+		produceFaults:    pick(func(r result) float64 { return r.produceFaults }),
+		produceHopFaults: pick(func(r result) float64 { return r.produceHopFaults }),
+		fetchFaults:      pick(func(r result) float64 { return r.fetchFaults }),
+		fetchHopFaults:   pick(func(r result) float64 { return r.fetchHopFaults }),
 	}
 }
 
