@@ -837,6 +837,15 @@ const (
 var codecNames = map[int8]string{codecNone: "none", codecGzip: "gzip", codecSnappy: "snappy", codecLZ4: "lz4", codecZstd: "zstd"}
 
 // appendRecordBytes appends one v2 record (no key, no headers) with the value.
+// emptyRecords is n records with empty values, 7 bytes each, as a batch's records section.
+func emptyRecords(n int) []byte {
+	raw := make([]byte, 0, 7*n)
+	for range n {
+		raw = appendRecordBytes(raw, 0, []byte{})
+	}
+	return raw
+}
+
 func appendRecordBytes(dst []byte, offsetDelta int, value []byte) []byte {
 	var head []byte
 	head = append(head, 0)                               // attributes
@@ -1119,11 +1128,7 @@ func hfCases() []hfCase {
 	// each, thousands of times what was sent.
 	cases = append(cases, hfCase{name: "8 tiny records amplified enc", limit: 40 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) {
-			var raw []byte
-			for range 8000 {
-				raw = appendRecordBytes(raw, 0, []byte{})
-			}
-			batch := makeBatch(codecZstd, 8000, raw)
+			batch := makeBatch(codecZstd, 8000, emptyRecords(8000))
 			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": batch}), r, 35*time.Second)
 			r.outcome = fmt.Sprintf("%s (8,000 empty values, %d bytes compressed)", outcome, len(batch))
 			p.bombRefused(t, r, resp, "enc")
@@ -1133,11 +1138,7 @@ func hfCases() []hfCase {
 	cases = append(cases, hfCase{name: "9 tiny uncompressed records after a small batch enc", limit: 40 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) {
 			const n = 1_800_000
-			raw := make([]byte, 0, 7*n)
-			for range n {
-				raw = appendRecordBytes(raw, 0, nil)
-			}
-			records := append(smallBatch("v"), makeBatch(codecNone, n, raw)...)
+			records := append(smallBatch("v"), makeBatch(codecNone, n, emptyRecords(n))...)
 			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": records}), r, 35*time.Second)
 			r.outcome = fmt.Sprintf("%s (%d empty values behind one record, %d bytes)", outcome, n, len(records))
 			p.bombRefused(t, r, resp, "enc")
@@ -1147,11 +1148,7 @@ func hfCases() []hfCase {
 	cases = append(cases, hfCase{name: "10 tiny uncompressed records in one batch enc", limit: 40 * time.Second,
 		run: func(t *testing.T, p *hfProxy, r *hfRow) {
 			const n = 1_800_000
-			raw := make([]byte, 0, 7*n)
-			for range n {
-				raw = appendRecordBytes(raw, 0, nil)
-			}
-			records := makeBatch(codecNone, n, raw)
+			records := makeBatch(codecNone, n, emptyRecords(n))
 			resp, outcome := p.sendProduce("p", produceRequest(9, map[string][]byte{"enc": records}), r, 35*time.Second)
 			r.outcome = fmt.Sprintf("%s (%d empty values, %d bytes)", outcome, n, len(records))
 			p.bombRefused(t, r, resp, "enc")

@@ -225,21 +225,14 @@ func TestCompressionBombs(t *testing.T) {
 		e, _ := newTestFilter(t, "")
 		raw := zeroBomb(t, codec, 63, 1<<20)
 		lim := filter.DefaultLimits()
-		x := produce("secrets", raw)
-		x.Allowance = filter.NewAllowance(context.Background(), lim, len(raw))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		if err := e.OnRequest(context.Background(), x); err != nil {
-			t.Fatal(err)
-		}
-		runtime.ReadMemStats(&after)
-		if got := answeredError(x.Answered()); got != errMessageTooLarge {
+		got, alloc := produceWithDefaultLimits(t, e, raw)
+		if got != errMessageTooLarge {
 			t.Errorf("%s: %d compressed bytes of 63 MiB: error %d, want MESSAGE_TOO_LARGE", name, len(raw), got)
 		}
 		// The decompression buffer grows by doubling up to the batch's limit: at most twice it,
 		// and the codec's own buffers (lz4's blocks take 4 MiB).
 		limit := min(lim.MaxBatch, filter.NewAllowance(context.Background(), lim, len(raw)).Left())
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(2*limit+6<<20) {
+		if alloc > uint64(2*limit+6<<20) {
 			t.Errorf("%s: the refusal allocated %d MiB (limit %d MiB)", name, alloc>>20, limit>>20)
 		}
 	}
@@ -376,7 +369,19 @@ func tinyRecords(header []byte, n int) []byte {
 // MESSAGE_TOO_LARGE, having allocated at most 16 MiB.
 func refusedWithLittleAllocated(t *testing.T, e *encryptor, raw []byte) {
 	t.Helper()
-	n := len(raw) / 7
+	got, alloc := produceWithDefaultLimits(t, e, raw)
+	if got != errMessageTooLarge {
+		t.Errorf("about %d records of 7 bytes: error %d, want MESSAGE_TOO_LARGE", len(raw)/7, got)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("the refusal allocated %d MiB", alloc>>20)
+	}
+}
+
+// produceWithDefaultLimits produces raw to a topic with a KEK through e under the default
+// limits, and returns the error it answered with (0 when forwarded) and the bytes it allocated.
+func produceWithDefaultLimits(t *testing.T, e *encryptor, raw []byte) (errCode int16, allocated uint64) {
+	t.Helper()
 	x := produce("secrets", raw)
 	x.Allowance = filter.NewAllowance(context.Background(), filter.DefaultLimits(), len(raw))
 	var before, after runtime.MemStats
@@ -385,10 +390,5 @@ func refusedWithLittleAllocated(t *testing.T, e *encryptor, raw []byte) {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)
-	if got := answeredError(x.Answered()); got != errMessageTooLarge {
-		t.Errorf("about %d records of 7 bytes: error %d, want MESSAGE_TOO_LARGE", n, got)
-	}
-	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
-		t.Errorf("the refusal allocated %d MiB", alloc>>20)
-	}
+	return answeredError(x.Answered()), after.TotalAlloc - before.TotalAlloc
 }
