@@ -261,7 +261,7 @@ func (m *memberProxies) applyAll(ctx context.Context, dyn dynamic.Interface, spe
 }
 
 // applyToMember applies one object to a member. A Service the API server refuses is looked at:
-// when only its clusterIP form differs (services.inClusterType changed), it is deleted and
+// when it is this gateway's copy and only its clusterIP form differs (services.inClusterType changed), it is deleted and
 // applied again, as the central cluster's are (there the cache tells it before the write).
 func applyToMember(ctx context.Context, dyn dynamic.Interface, namespace string, o *unstructured.Unstructured) error {
 	client := dyn.Resource(kindToGVR[o.GetKind()]).Namespace(namespace)
@@ -277,6 +277,9 @@ func applyToMember(ctx context.Context, dyn dynamic.Interface, namespace string,
 	if getErr != nil {
 		return err
 	}
+	if !sameMemberCopy(live, o) {
+		return err // not this gateway's copy: never deleted
+	}
 	var liveSvc, desired corev1.Service
 	if fromUnstructured(live, &liveSvc) != nil || fromUnstructured(o, &desired) != nil || !gateway.ClusterIPFormChanges(&liveSvc, &desired) {
 		return err
@@ -286,6 +289,13 @@ func applyToMember(ctx context.Context, dyn dynamic.Interface, namespace string,
 		return err
 	}
 	return apply()
+}
+
+// sameMemberCopy reports whether live carries the member label of desired, the gateway's copy:
+// what prune selects by, so that nothing else of the same name is deleted.
+func sameMemberCopy(live, desired *unstructured.Unstructured) bool {
+	owner := desired.GetLabels()[wellknown.LabelMemberOf]
+	return owner != "" && live.GetLabels()[wellknown.LabelMemberOf] == owner
 }
 
 // secretCopy is a central Secret as a member gets it: data and type, labelled for pruning.

@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/kafkalink/kafkalink/pkg/gateway"
+	"github.com/kafkalink/kafkalink/pkg/wellknown"
 )
 
 // TestApplyToMemberRecreatesOnlyAClusterIPFormChange: a member's API server refuses a Service
@@ -21,6 +22,7 @@ import (
 func TestApplyToMemberRecreatesOnlyAClusterIPFormChange(t *testing.T) {
 	tests := map[string]struct {
 		kind, desiredIP, liveIP string
+		liveOwner               string // the live object's member label; "uid-1" when empty
 		want                    string // the calls made, in order
 		wantErr                 bool
 	}{
@@ -32,6 +34,9 @@ func TestApplyToMemberRecreatesOnlyAClusterIPFormChange(t *testing.T) {
 		},
 		"a Service refused for another reason is left alone and the error returned": {
 			kind: gateway.KindService, desiredIP: "None", liveIP: "None", want: "patch get", wantErr: true,
+		},
+		"a Service of the same name that is not this gateway's copy is never deleted": {
+			kind: gateway.KindService, desiredIP: "None", liveIP: "10.96.0.10", liveOwner: "someone-else", want: "patch get", wantErr: true,
 		},
 		"another kind refused is never deleted": {
 			kind: gateway.KindConfigMap, want: "patch", wantErr: true,
@@ -54,6 +59,11 @@ func TestApplyToMemberRecreatesOnlyAClusterIPFormChange(t *testing.T) {
 					live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": tc.kind, "spec": map[string]any{"clusterIP": tc.liveIP}}}
 					live.SetName("x")
 					live.SetUID("live-uid")
+					owner := tc.liveOwner
+					if owner == "" {
+						owner = "uid-1"
+					}
+					live.SetLabels(map[string]string{wellknown.LabelMemberOf: owner})
 					return true, live, nil
 				case "delete":
 					return true, nil, nil
@@ -62,6 +72,7 @@ func TestApplyToMemberRecreatesOnlyAClusterIPFormChange(t *testing.T) {
 			})
 			desired := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": tc.kind}}
 			desired.SetName("x")
+			desired.SetLabels(map[string]string{wellknown.LabelMemberOf: "uid-1"})
 			if tc.desiredIP != "" {
 				desired.Object["spec"] = map[string]any{"clusterIP": tc.desiredIP}
 			}
