@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -68,6 +69,8 @@ type formWriter struct {
 	ns   string
 	data map[string][]byte // about the size of a binding Secret with PEM and PKCS12
 	rv   []string          // resourceVersions of the objects, for the update forms
+	// floor installs the schemaless custom resource of floorForms, once per control plane.
+	floor func() (dynamic.Interface, error)
 }
 
 func benchWriteForms(b *testing.B, n int) {
@@ -91,7 +94,8 @@ func benchWriteForms(b *testing.B, n int) {
 	kf.Start(stop)
 	klf.Start(stop)
 
-	forms := writeForms()
+	forms := append(writeForms(), floorForms()...)
+	floor := installFloor(cp, stop)
 	if expr := os.Getenv("WRITE_FORMS_ONLY"); expr != "" {
 		forms = slices.DeleteFunc(forms, func(f writeForm) bool { return !regexp.MustCompile(expr).MatchString(f.name) })
 	}
@@ -103,7 +107,7 @@ func benchWriteForms(b *testing.B, n int) {
 	perWrite := make([][]float64, len(forms))
 	for r := range rounds {
 		for fi, form := range forms {
-			perWrite[fi] = append(perWrite[fi], runForm(b, cp, form, fmt.Sprintf("form-%d-%d", r, fi), n, kube, kl))
+			perWrite[fi] = append(perWrite[fi], runForm(b, cp, form, fmt.Sprintf("form-%d-%d", r, fi), n, kube, kl, floor))
 		}
 	}
 	fmt.Printf("kube-apiserver CPU per write, %d writes per form by 16 workers (informers watching), %d rounds (load average %s):\n",
@@ -121,9 +125,10 @@ func benchWriteForms(b *testing.B, n int) {
 }
 
 // runForm writes n objects of a form in namespace ns and returns kube-apiserver's CPU ms per write.
-func runForm(b *testing.B, cp *framework.ControlPlane, form writeForm, ns string, n int, kube kubernetes.Interface, kl kafkalinkclient.Interface) float64 {
+func runForm(b *testing.B, cp *framework.ControlPlane, form writeForm, ns string, n int, kube kubernetes.Interface, kl kafkalinkclient.Interface,
+	floor func() (dynamic.Interface, error)) float64 {
 	ctx := context.Background()
-	w := &formWriter{ctx: ctx, kube: kube, kl: kl, ns: ns, data: bindingSizedData(b), rv: make([]string, n)}
+	w := &formWriter{ctx: ctx, kube: kube, kl: kl, ns: ns, data: bindingSizedData(b), rv: make([]string, n), floor: floor}
 	must(b, createNamespaceWith(ctx, kube, w.ns))
 	if form.setup != nil {
 		parallel(b, n, 16, func(i int) error { return form.setup(w, i) })
