@@ -9,13 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -324,21 +322,6 @@ func writeKubeconfig(path, host string, caPEM []byte, user, token string) error 
 	cfg.Contexts["kafkalink"] = &clientcmdapi.Context{Cluster: "kafkalink", AuthInfo: user}
 	cfg.CurrentContext = "kafkalink"
 	return clientcmd.WriteToFile(*cfg, path)
-}
-
-var portMu sync.Mutex
-
-// freePort asks the kernel for a free loopback port. Another process could take it before it is
-// used, which is rare on a test machine and shows as a start-up failure, not a wrong result.
-func freePort() int {
-	portMu.Lock()
-	defer portMu.Unlock()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("no free loopback port: %v", err))
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // RepoRoot finds the repository root (the folder with this module's go.mod) above the working
