@@ -44,6 +44,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/internal/freeport"
 	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
@@ -338,7 +339,7 @@ func startHostileFilteredProxy(t *testing.T, reportOnly bool) *hfProxy {
 			t.Fatal(err)
 		}
 	}
-	ports := freePorts(t, 2)
+	ports := freeport.Ports(2)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	writeSelfSigned(t, certFile, keyFile)
 	pemBytes, err := os.ReadFile(certFile)

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkalink/kafkalink/internal/freeport"
 	"github.com/kafkalink/kafkalink/proxy/config"
 	"github.com/kafkalink/kafkalink/proxy/proxytest"
 )
@@ -37,24 +38,6 @@ type hostileProxy struct {
 	hashed *config.BrokerNames
 }
 
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
-
 func startHostileProxy(t *testing.T) *hostileProxy {
 	t.Helper()
 	dir := t.TempDir()
@@ -63,7 +46,7 @@ func startHostileProxy(t *testing.T) *hostileProxy {
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
-	ports := freePorts(t, 2)
+	ports := freeport.Ports(2)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	writeSelfSigned(t, certFile, keyFile)
 	pemBytes, err := os.ReadFile(certFile)

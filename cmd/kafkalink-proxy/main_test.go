@@ -8,7 +8,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkalink/kafkalink/internal/freeport"
 	"github.com/kafkalink/kafkalink/pkg/version"
 )
 
@@ -56,15 +56,7 @@ func TestRemapFlag(t *testing.T) {
 // then sends SIGTERM and expects a clean exit.
 func TestBinaryRemapsPathsAndDrainsOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
-	ports := make([]int, 2)
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
+	ports := freeport.Ports(2)
 	// The key material exists only under dir; the configuration names it under /opt/kroxylicious.
 	writeSelfSigned(t, filepath.Join(dir, "secrets", "tls.crt"), filepath.Join(dir, "secrets", "tls.key"))
 	cfg := fmt.Sprintf(`version: kafkalink.io/proxy-config/v1

@@ -24,6 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kafkalink/kafkalink/internal/freeport"
 )
 
 // countingForwarder relays TCP connections to target and counts them: the proxy's upstream
@@ -82,7 +84,7 @@ func TestBinarySaslTermination(t *testing.T) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("scram-credential: %v\n%s", err, out)
 	}
-	ports := freePorts(t, 2)
+	ports := freeport.Ports(2)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	writeSelfSigned(t, certFile, keyFile)
 	cfg := write("config.yaml", fmt.Sprintf(`version: kafkalink.io/proxy-config/v1

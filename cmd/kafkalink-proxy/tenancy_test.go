@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkalink/kafkalink/internal/freeport"
 )
 
 // TestBinaryTwoTenants runs the proxy binary with virtual clusters a and b, each with
@@ -30,7 +32,7 @@ func TestBinaryTwoTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
-	ports := freePorts(t, 2)
+	ports := freeport.Ports(2)
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	writeSelfSigned(t, certFile, keyFile)
 	pemBytes, err := os.ReadFile(certFile)

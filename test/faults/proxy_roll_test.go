@@ -3,7 +3,6 @@ package faults_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	"github.com/kafkalink/kafkalink/internal/freeport"
 	"github.com/kafkalink/kafkalink/test/framework"
 	"github.com/kafkalink/kafkalink/test/kubelet"
 )
@@ -32,16 +32,6 @@ const (
 	// controller's checksum of config and Secrets does, so the pods roll.
 	pxChecksum = "kafkalink.io/config-checksum"
 )
-
-func pxFreePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
 
 // pxReplica is one proxy replica: its Deployment, ConfigMap and ports.
 type pxReplica struct {
@@ -149,7 +139,7 @@ func TestProxyRollingUpdateUnderLoad(t *testing.T) {
 	reps := make([]pxReplica, replicas)
 	backends := make([]string, replicas)
 	for i := range reps {
-		reps[i] = pxReplica{name: "gw-" + strconv.Itoa(i), port: pxFreePort(t), mgmt: pxFreePort(t), target: kc.ListenAddrs()[0]}
+		reps[i] = pxReplica{name: "gw-" + strconv.Itoa(i), port: freeport.Port(), mgmt: freeport.Port(), target: kc.ListenAddrs()[0]}
 		backends[i] = "127.0.0.1:" + strconv.Itoa(reps[i].port)
 	}
 	lb := pxStartBalancer(t, backends)

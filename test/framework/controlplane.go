@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kafkalink/kafkalink/internal/freeport"
 )
 
 // Options configure a control plane.
@@ -113,7 +115,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	}
 	cp.AuditLog = filepath.Join(cp.Dir, "audit.log")
 
-	etcdPort, etcdPeerPort, apiPort := freePort(), freePort(), freePort()
+	etcdPort, etcdPeerPort, apiPort := freeport.Port(), freeport.Port(), freeport.Port()
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
 	cp.EtcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)

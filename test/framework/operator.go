@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kafkalink/kafkalink/internal/freeport"
 )
 
 // Kubectl runs the control plane's kubectl against it as admin and returns its combined output.
@@ -163,7 +165,7 @@ func WaitHTTP200(ctx context.Context, url string, timeout time.Duration) error {
 }
 
 // FreeAddress returns a free loopback host:port.
-func FreeAddress() string { return fmt.Sprintf("127.0.0.1:%d", freePort()) }
+func FreeAddress() string { return fmt.Sprintf("127.0.0.1:%d", freeport.Port()) }
 
 // FreePort returns a free loopback port.
-func FreePort() int { return freePort() }
+func FreePort() int { return freeport.Port() }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kafkalink/kafkalink/internal/freeport"
 )
 
 // Hydra is a running Ory Hydra (v2.3.0, from hack/tools/hydra) on loopback, in memory (SQLite),
@@ -184,7 +185,7 @@ func repoRoot() (string, error) {
 func StartHydra(t testing.TB) *Hydra {
 	t.Helper()
 	bin := HydraBinary(t)
-	public, admin := freePort(t), freePort(t)
+	public, admin := freeport.Port(), freeport.Port()
 	issuer := fmt.Sprintf("http://127.0.0.1:%d/", public)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "hydra.log")
@@ -240,16 +241,6 @@ func (h *Hydra) waitReady(exited chan struct{}) error {
 		}
 	}
 	return errors.New("not ready within a minute")
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Client registers an OAuth client allowed the client-credentials grant for audiences and

@@ -1,4 +1,4 @@
-package framework
+package freeport
 
 import (
 	"net"
@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// TestFreePortIsOutsideTheEphemeralRange checks that the ports handed out are below the
+// TestPortIsOutsideTheEphemeralRange checks that the ports handed out are below the
 // kernel's ephemeral range (where other processes' connections take their local ports),
 // distinct, and bindable.
-func TestFreePortIsOutsideTheEphemeralRange(t *testing.T) {
+func TestPortIsOutsideTheEphemeralRange(t *testing.T) {
 	lo, hi := belowEphemeral()
 	seen := map[int]bool{}
 	for range 50 {
-		p := freePort()
+		p := Port()
 		if p < lo || p >= hi {
 			t.Fatalf("port %d outside [%d, %d)", p, lo, hi)
 		}

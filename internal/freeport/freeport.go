@@ -1,4 +1,6 @@
-package framework
+// Package freeport hands tests free loopback ports for servers they start in other processes
+// (etcd, kube-apiserver, the proxy binary, Hydra).
+package freeport
 
 import (
 	"fmt"
@@ -15,14 +17,14 @@ var ports = struct {
 	given map[int]bool // ports this process handed out: two servers never get the same
 }{given: map[int]bool{}}
 
-// freePort returns a free loopback port below the kernel's ephemeral range. A port the kernel
+// Port returns a free loopback port below the kernel's ephemeral range. A port the kernel
 // picks for a listener on port 0 comes from that range, which is also where every process's
 // outgoing connections get their local ports: between its release here and the server's bind,
 // any connection on the machine could take it (an etcd start once failed so, with "address
 // already in use"). Below the range only a listener that chose the same port can, and the port
 // is picked at random among thousands and checked free. A server that does fail to bind shows
 // as a start-up failure, not a wrong result.
-func freePort() int {
+func Port() int {
 	ports.Lock()
 	defer ports.Unlock()
 	lo, hi := belowEphemeral()
@@ -36,7 +38,7 @@ func freePort() int {
 	return kernelPort()
 }
 
-// belowEphemeral is the range freePort picks from: up to 12,000 ports below the start of
+// belowEphemeral is the range Port picks from: up to 12,000 ports below the start of
 // net.ipv4.ip_local_port_range (32768 by default), never below 10,000.
 func belowEphemeral() (lo, hi int) {
 	hi = 32768
@@ -67,4 +69,13 @@ func kernelPort() int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Ports returns n distinct free loopback ports, as Port does.
+func Ports(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = Port()
+	}
+	return out
 }
