@@ -160,7 +160,7 @@ func cpuTop(b *testing.B, metrics, binary string, d time.Duration) (print func()
 	done := make(chan string, 1)
 	go func() {
 		for range 100 { // the operator's metrics listener opens shortly after it starts
-			if resp, err := http.Get("http://" + metrics + "/metrics"); err == nil {
+			if resp, err := metricsClient.Get("http://" + metrics + "/metrics"); err == nil {
 				resp.Body.Close()
 				break
 			}
@@ -221,7 +221,7 @@ func indent(s string) string {
 // collection, about its live heap (with what it allocated during the collection's concurrent
 // mark, which counts as live for that cycle). Zero when the metric cannot be read.
 func heapAlloc(b *testing.B, metrics string) int64 {
-	resp, err := http.Get("http://" + metrics + "/metrics")
+	resp, err := metricsClient.Get("http://" + metrics + "/metrics")
 	if err != nil {
 		b.Logf("metrics: %v", err)
 		return 0
