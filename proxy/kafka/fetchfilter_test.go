@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -296,3 +297,79 @@ func TestCheckFetchResponse(t *testing.T) {
 		}
 	}
 }
+
+// halving is a filter that takes every Fetch response whole and keeps the first half of each
+// partition's records, as decryption shrinks them, in a frame of its own.
+type halving struct{ wantAll }
+
+func (halving) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[9:]); err != nil {
+		return nil, err
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)/2]
+		}
+	}
+	return sized(frameResponse(r)), nil
+}
+
+// TestWholeFetchWrittenExactly: a filtered Fetch response read whole (as a connection's are
+// once one shrank by more than an eighth) goes out from where it lies with its size set to what
+// the filters made and, at v16+, NodeEndpoints rewritten exactly, whatever the hosts' lengths,
+// small or large: never dropped, as the stream's in-place rewrite must when the new hosts do not
+// fit the bytes the broker's took.
+func TestWholeFetchWrittenExactly(t *testing.T) {
+	brokers := []kmsg.FetchResponseBroker{{NodeID: 1, Host: "b1", Port: 9093}, {NodeID: 2, Host: "b2", Port: 9093}}
+	for _, v := range []int16{12, 15, 16, MaxVersion(kmsg.Fetch.Int16())} {
+		for _, batches := range []int{4, 600} { // under and over FetchBufferLimit
+			sent := multiPartitionFetch(v, brokers)
+			for i := range sent.Topics {
+				for j := range sent.Topics[i].Partitions {
+					sent.Topics[i].Partitions[j].RecordBatches = testBatches(batches, 1024)
+				}
+			}
+			frame := sized(frameResponse(sent))
+			pending := make(chan Pending, 2)
+			for range 2 {
+				pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+			}
+			close(pending)
+			var out bytes.Buffer
+			stats := &countingStats{}
+			err := CopyResponsesWhole(bytes.NewReader(append(slices.Clone(frame), frame...)), &out, pending,
+				RelayOptions{MaxFrame: 8 << 20, Filters: halving{wantAll{max: 8 << 20}}, Addresses: testMap, Stats: stats})
+			if err != nil {
+				t.Fatalf("v%d, %d batches: %v", v, batches, err)
+			}
+			for i := range 2 {
+				size := int(binary.BigEndian.Uint32(out.Bytes()))
+				got := decodeFetch(t, v, out.Next(4+size))
+				if n := len(got.Topics[1].Partitions[1].RecordBatches); n != batches*1024/2 {
+					t.Fatalf("v%d, %d batches, response %d: %d bytes of records, want %d", v, batches, i, n, batches*1024/2)
+				}
+				want := []kmsg.FetchResponseBroker(nil)
+				if v >= 16 {
+					want = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "vc-broker-1.example.com", Port: 9292}, {NodeID: 2, Host: "vc-broker-2.example.com", Port: 9292}}
+				}
+				if fmt.Sprint(got.Brokers) != fmt.Sprint(want) {
+					t.Fatalf("v%d, %d batches, response %d: brokers %v, want %v", v, batches, i, got.Brokers, want)
+				}
+			}
+			if out.Len() != 0 || stats.rewrote != 2*len(brokers) && v >= 16 || stats.dropped != 0 {
+				t.Fatalf("v%d, %d batches: %d bytes after the responses, %d addresses rewritten, %d dropped", v, batches, out.Len(), stats.rewrote, stats.dropped)
+			}
+		}
+	}
+}
+
+// countingStats counts what the relay reports of address rewriting.
+type countingStats struct{ rewrote, dropped int }
+
+func (s *countingStats) Rewrote(_ int16, n int)         { s.rewrote += n }
+func (s *countingStats) DroppedEndpoints()              { s.dropped++ }
+func (s *countingStats) Requested(int16)                {}
+func (s *countingStats) Responded(int16, time.Duration) {}
