@@ -13,7 +13,7 @@ func StreamFilteredFetch(src *bufio.Reader, dst io.Writer, version int16, total 
 }
 
 // CopyResponsesWhole is CopyResponses with the connection's large filtered Fetch responses read
-// whole from the first, as after one that shrank by more than an eighth, for the benchmarks.
+// whole from the first, as after one that was padded by more than 1/wholeFetchPadding, for the benchmarks.
 func CopyResponsesWhole(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
 	rr := NewResponseRelay(broker, client, opts)
 	rr.r.wholeFetches = true

@@ -26,8 +26,9 @@ import (
 // and streamed partition by partition (above it), side by side; and "relay", a connection's
 // run of relayResponses Fetch v16 responses of one such partition (what a broker answers a
 // default consumer once a batch is over 1 MiB encrypted) through kafka.CopyResponses, as the
-// proxy relays them: the first streamed, the others streamed too or, when the first shrank by
-// more than an eighth (1 KiB records), read whole, decrypted and written.
+// proxy relays them: the first streamed, the others streamed too (16 KiB records) or, when the
+// first was padded by more than 1/32 (1 KiB records shrink by 11 %), read whole, decrypted and
+// written.
 func BenchmarkDecryptFetch(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 10} {
 		c, produced := encryptedBatch(b, size, (1<<20)/size)

@@ -318,7 +318,7 @@ func (halving) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
 }
 
 // TestWholeFetchWrittenExactly: a filtered Fetch response read whole (as a connection's are
-// once one shrank by more than an eighth) goes out from where it lies with its size set to what
+// once one was padded by more than 1/wholeFetchPadding) goes out from where it lies with its size set to what
 // the filters made and, at v16+, NodeEndpoints rewritten exactly, whatever the hosts' lengths,
 // small or large: never dropped, as the stream's in-place rewrite must when the new hosts do not
 // fit the bytes the broker's took.
@@ -373,3 +373,69 @@ func (s *countingStats) Rewrote(_ int16, n int)         { s.rewrote += n }
 func (s *countingStats) DroppedEndpoints()              { s.dropped++ }
 func (s *countingStats) Requested(int16)                {}
 func (s *countingStats) Responded(int16, time.Duration) {}
+
+// trimming drops the last of every partition's ten record batches, streamed or whole, as
+// decrypting 1 KiB records shrinks a response (by 11-13 %), counting which way each went.
+type trimming struct {
+	wantAll
+	streamed, whole int
+}
+
+func trimBatches(version int16, frame []byte) ([]byte, error) {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[9:]); err != nil {
+		return nil, err
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)*9/10]
+		}
+	}
+	return sized(frameResponse(r)), nil
+}
+
+func (f *trimming) FetchPartitions(version int16, _ any) PartitionFilter {
+	f.streamed++
+	return func(frame []byte) ([]byte, func(), error) {
+		out, err := trimBatches(version, frame)
+		return out, nil, err
+	}
+}
+
+func (f *trimming) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
+	f.whole++
+	return trimBatches(version, frame)
+}
+
+// TestPaddedFetchesGoWhole: a connection whose streamed Fetch response the filters shrank by a
+// tenth (1 KiB records decrypted shrink by 11-13 %) has the rest read whole, not padded again:
+// padding costs the proxy and the client as much as records.
+func TestPaddedFetchesGoWhole(t *testing.T) {
+	const v = 16
+	r := multiPartitionFetch(v, nil)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].RecordBatches = testBatches(10, 50<<10) // 500 KiB each
+		}
+	}
+	frame := sized(frameResponse(r))
+	pending := make(chan Pending, 3)
+	for range 3 {
+		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+	}
+	close(pending)
+	f := &trimming{wantAll: wantAll{max: 8 << 20}}
+	var out bytes.Buffer
+	err := CopyResponses(bytes.NewReader(bytes.Repeat(frame, 3)), &out, pending, RelayOptions{MaxFrame: 8 << 20, Filters: f})
+	if err != nil || f.streamed != 1 || f.whole != 2 {
+		t.Fatalf("%v: streamed %d, whole %d; want the first streamed and the others whole", err, f.streamed, f.whole)
+	}
+	for i := range 3 {
+		got := decodeFetch(t, v, out.Next(4+int(binary.BigEndian.Uint32(out.Bytes()))))
+		if n := len(got.Topics[2].Partitions[1].RecordBatches); n != 9*50<<10 {
+			t.Fatalf("response %d: %d bytes of records in the last partition, want %d", i, n, 9*50<<10)
+		}
+	}
+}
