@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -24,6 +25,7 @@ func TestResidentHeapSparesFirstTouches(t *testing.T) {
 			keep = append(keep, b)
 		}
 		faults := minorFaults(os.Getpid()) - f0
+		runtime.KeepAlive(keep)
 		if pages := int64(phase / 4096); faults > pages/20 {
 			t.Fatalf("path %d: %d minor faults for %d pages allocated from the reserved heap", path, faults, pages)
 		}

@@ -24,11 +24,10 @@ import (
 // BenchmarkDecryptFetch is a decrypting chain's CPU for one Fetch response of two 1 MiB
 // partitions of encrypted records, read whole (the relay's path up to kafka.FetchBufferLimit)
 // and streamed partition by partition (above it), side by side; and "relay", a connection's
-// run of relayResponses Fetch v16 responses of one such partition (what a broker answers a
-// default consumer once a batch is over 1 MiB encrypted) through kafka.CopyResponses, as the
-// proxy relays them: the first streamed, the others streamed too (16 KiB records) or, when the
-// first was padded by more than 1/32 (1 KiB records shrink by 11 %), read whole, decrypted and
-// written.
+// run of relayResponses Fetch v16 responses of one such partition through kafka.CopyResponses,
+// as the proxy relays them (the first streamed, the others streamed too at 16 KiB or, once the
+// first was padded by more than 1/32 as at 1 KiB, whose records shrink by 11 %, read whole,
+// decrypted and written) and all read whole.
 func BenchmarkDecryptFetch(b *testing.B) {
 	for _, size := range []int{16 << 10, 1 << 10} {
 		c, produced := encryptedBatch(b, size, (1<<20)/size)
