@@ -256,6 +256,9 @@ func RewriteFetch(dst []byte, version int16, frame []byte, m AddressMap) ([]byte
 // the NodeEndpoints of v16+ rewritten exactly as RewriteFetch does (the frame's size set to the
 // new length), and returns the number of addresses rewritten.
 func writeFetch(dst io.Writer, version int16, frame []byte, m AddressMap) (int, error) {
+	if len(frame) < 4 {
+		return 0, malformed("a Fetch response frame of %d bytes", len(frame))
+	}
 	if version < 16 {
 		_, err := dst.Write(frame)
 		return 0, err
