@@ -397,6 +397,7 @@ func selectRows[T any](rows []T, names string, field func(*T) (string, *int)) []
 // measureAll measures every path for every workload, rounds times, and prints a table per
 // workload.
 func measureAll(paths []path, loads []workload, mib, rounds, latN int) error {
+	defer residentHeap(heapPerMiB * int64(mib) << 20)()
 	topics := 0
 	for _, w := range loads {
 		all := make([][]result, len(paths))
@@ -618,7 +619,7 @@ func measure(p path, topic string, mib, latN int, w workload) (result, error) {
 	if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil { // warm up
 		return res, err
 	}
-	defer holdGC()()
+	holdGC()
 	cpu0, hop0 := cpuTime(), procstat.CPU(p.hop)
 	f0, hf0 := minorFaults(os.Getpid()), minorFaults(p.hop)
 	start := time.Now()
@@ -688,13 +689,53 @@ func spreadTopic(ctx context.Context, cl *kgo.Client, cluster *kfake.Cluster, pr
 	return nil
 }
 
-// holdGC runs a collection now and none until the returned function is called, so that the
-// benchmark's own process (client and kfake) does not collect during a timed phase: its GC
-// would take a core from the hop being measured. The proxy and relays collect as they would.
-func holdGC() (release func()) {
-	runtime.GC()
+// heapPerMiB is the heap the bench's process reserves per MiB of -mib (residentHeap): GC held
+// off, a path's produce and fetch take 7–8.5 bytes of heap per byte of records (1 KiB records
+// through encryption the most: kfake stores and copies 15 % more bytes), so 10 leaves room.
+const heapPerMiB = 10
+
+// residentHeap turns the bench process's GC off until the returned function is called (holdGC
+// then collects between paths), and first makes size bytes of heap resident: allocated,
+// touched, and freed. Every timed phase then allocates from pages already touched, as long as
+// it needs at most size.
+//
+// Why: with GC held off during a phase, the process's heap grows by several bytes per byte
+// moved. Before, the GC came back on between paths and the runtime's scavenger returned freed
+// pages to the OS meanwhile, so a phase that needed more heap than the ones before it (the
+// 1 KiB fetch through encryption: 15 % more bytes from kfake) paid a minor page fault per 4 KiB
+// of the excess, about 200 per MiB fetched, that no other path paid (1–4): the bench measured
+// its own memory, not the path.
+func residentHeap(size int64) (release func()) {
 	old := debug.SetGCPercent(-1)
+	chunks := make([][]byte, 0, size/(64<<20)+1)
+	page := os.Getpagesize()
+	for got := int64(0); got < size; got += 64 << 20 {
+		c := make([]byte, 64<<20)
+		for i := 0; i < len(c); i += page {
+			c[i] = 1
+		}
+		chunks = append(chunks, c)
+	}
+	runtime.KeepAlive(chunks)
+	holdGC()
 	return func() { debug.SetGCPercent(old) }
+}
+
+// holdGC runs a collection now, so that the path measured next starts with the heap that the
+// ones before it freed, and leaves the GC off (residentHeap): the benchmark's own process
+// (client and kfake) does not collect during a timed phase, where its GC would take a core
+// from the hop being measured. The proxy and relays collect as they would.
+//
+// The collection runs at the default GOGC and the GC is turned off right after it: the
+// runtime's scavenger aims to keep the heap retained at what the last collection found in use
+// times the ratio of the heap goal now to the one then, so a goal that jumps from twice the
+// live heap to unlimited keeps it from returning the freed pages to the OS. A collection run
+// with the GC already off sets no such jump, and the scavenger returns, while the next path
+// runs, the pages it will allocate from (about 150 MiB a path).
+func holdGC() {
+	debug.SetGCPercent(100)
+	runtime.GC()
+	debug.SetGCPercent(-1)
 }
 
 // produceLatency is the p50 and p99 in µs of latN sequential one-record produces, after 100

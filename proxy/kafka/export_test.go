@@ -11,3 +11,23 @@ func StreamFilteredFetch(src *bufio.Reader, dst io.Writer, version int16, total 
 	_, err := streamFilteredFetch(mover{src: src, dst: dst}, version, total, nil, pf)
 	return err
 }
+
+// CopyResponsesWhole is CopyResponses with the connection's large filtered Fetch responses read
+// whole from the first, as after one that was padded by more than 1/wholeFetchPadding, for the benchmarks.
+func CopyResponsesWhole(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
+	rr := NewResponseRelay(broker, client, opts)
+	rr.r.wholeFetches = true
+	for { // as CopyResponses
+		closed, err := rr.RelayQueued(pending)
+		if err != nil || closed {
+			return err
+		}
+		p, ok := <-pending
+		if !ok {
+			return nil
+		}
+		if err := rr.Relay(p); err != nil {
+			return err
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -293,6 +294,148 @@ func TestCheckFetchResponse(t *testing.T) {
 			if CheckFetchResponse(frame, v) == nil {
 				t.Errorf("v%d: %s passed", v, name)
 			}
+		}
+	}
+}
+
+// halving is a filter that takes every Fetch response whole and keeps the first half of each
+// partition's records, as decryption shrinks them, in a frame of its own.
+type halving struct{ wantAll }
+
+func (halving) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[9:]); err != nil {
+		return nil, err
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)/2]
+		}
+	}
+	return sized(frameResponse(r)), nil
+}
+
+// TestWholeFetchWrittenExactly: a filtered Fetch response read whole (as a connection's are
+// once one was padded by more than 1/wholeFetchPadding) goes out from where it lies with its size set to what
+// the filters made and, at v16+, NodeEndpoints rewritten exactly, whatever the hosts' lengths,
+// small or large: never dropped, as the stream's in-place rewrite must when the new hosts do not
+// fit the bytes the broker's took.
+func TestWholeFetchWrittenExactly(t *testing.T) {
+	brokers := []kmsg.FetchResponseBroker{{NodeID: 1, Host: "b1", Port: 9093}, {NodeID: 2, Host: "b2", Port: 9093}}
+	for _, v := range []int16{12, 15, 16, MaxVersion(kmsg.Fetch.Int16())} {
+		for _, batches := range []int{4, 600} { // under and over FetchBufferLimit
+			sent := multiPartitionFetch(v, brokers)
+			for i := range sent.Topics {
+				for j := range sent.Topics[i].Partitions {
+					sent.Topics[i].Partitions[j].RecordBatches = testBatches(batches, 1024)
+				}
+			}
+			frame := sized(frameResponse(sent))
+			pending := make(chan Pending, 2)
+			for range 2 {
+				pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+			}
+			close(pending)
+			var out bytes.Buffer
+			stats := &countingStats{}
+			err := CopyResponsesWhole(bytes.NewReader(append(slices.Clone(frame), frame...)), &out, pending,
+				RelayOptions{MaxFrame: 8 << 20, Filters: halving{wantAll{max: 8 << 20}}, Addresses: testMap, Stats: stats})
+			if err != nil {
+				t.Fatalf("v%d, %d batches: %v", v, batches, err)
+			}
+			for i := range 2 {
+				size := int(binary.BigEndian.Uint32(out.Bytes()))
+				got := decodeFetch(t, v, out.Next(4+size))
+				if n := len(got.Topics[1].Partitions[1].RecordBatches); n != batches*1024/2 {
+					t.Fatalf("v%d, %d batches, response %d: %d bytes of records, want %d", v, batches, i, n, batches*1024/2)
+				}
+				want := []kmsg.FetchResponseBroker(nil)
+				if v >= 16 {
+					want = []kmsg.FetchResponseBroker{{NodeID: 1, Host: "vc-broker-1.example.com", Port: 9292}, {NodeID: 2, Host: "vc-broker-2.example.com", Port: 9292}}
+				}
+				if fmt.Sprint(got.Brokers) != fmt.Sprint(want) {
+					t.Fatalf("v%d, %d batches, response %d: brokers %v, want %v", v, batches, i, got.Brokers, want)
+				}
+			}
+			if out.Len() != 0 || stats.rewrote != 2*len(brokers) && v >= 16 || stats.dropped != 0 {
+				t.Fatalf("v%d, %d batches: %d bytes after the responses, %d addresses rewritten, %d dropped", v, batches, out.Len(), stats.rewrote, stats.dropped)
+			}
+		}
+	}
+}
+
+// countingStats counts what the relay reports of address rewriting.
+type countingStats struct{ rewrote, dropped int }
+
+func (s *countingStats) Rewrote(_ int16, n int)         { s.rewrote += n }
+func (s *countingStats) DroppedEndpoints()              { s.dropped++ }
+func (s *countingStats) Requested(int16)                {}
+func (s *countingStats) Responded(int16, time.Duration) {}
+
+// trimming drops the last of every partition's ten record batches, streamed or whole, as
+// decrypting 1 KiB records shrinks a response (by 11-13 %), counting which way each went.
+type trimming struct {
+	wantAll
+	streamed, whole int
+}
+
+func trimBatches(version int16, frame []byte) ([]byte, error) {
+	r := kmsg.NewPtrFetchResponse()
+	r.SetVersion(version)
+	if err := r.ReadFrom(frame[9:]); err != nil {
+		return nil, err
+	}
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			p := &r.Topics[i].Partitions[j]
+			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)*9/10]
+		}
+	}
+	return sized(frameResponse(r)), nil
+}
+
+func (f *trimming) FetchPartitions(version int16, _ any) PartitionFilter {
+	f.streamed++
+	return func(frame []byte) ([]byte, func(), error) {
+		out, err := trimBatches(version, frame)
+		return out, nil, err
+	}
+}
+
+func (f *trimming) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
+	f.whole++
+	return trimBatches(version, frame)
+}
+
+// TestPaddedFetchesGoWhole: a connection whose streamed Fetch response the filters shrank by a
+// tenth (1 KiB records decrypted shrink by 11-13 %) has the rest read whole, not padded again:
+// padding costs the proxy and the client as much as records.
+func TestPaddedFetchesGoWhole(t *testing.T) {
+	const v = 16
+	r := multiPartitionFetch(v, nil)
+	for i := range r.Topics {
+		for j := range r.Topics[i].Partitions {
+			r.Topics[i].Partitions[j].RecordBatches = testBatches(10, 50<<10) // 500 KiB each
+		}
+	}
+	frame := sized(frameResponse(r))
+	pending := make(chan Pending, 3)
+	for range 3 {
+		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+	}
+	close(pending)
+	f := &trimming{wantAll: wantAll{max: 8 << 20}}
+	var out bytes.Buffer
+	err := CopyResponses(bytes.NewReader(bytes.Repeat(frame, 3)), &out, pending, RelayOptions{MaxFrame: 8 << 20, Filters: f})
+	if err != nil || f.streamed != 1 || f.whole != 2 {
+		t.Fatalf("%v: streamed %d, whole %d; want the first streamed and the others whole", err, f.streamed, f.whole)
+	}
+	for i := range 3 {
+		got := decodeFetch(t, v, out.Next(4+int(binary.BigEndian.Uint32(out.Bytes()))))
+		if n := len(got.Topics[2].Partitions[1].RecordBatches); n != 9*50<<10 {
+			t.Fatalf("response %d: %d bytes of records in the last partition, want %d", i, n, 9*50<<10)
 		}
 	}
 }

@@ -121,6 +121,42 @@ func TestReadFrameKeepsEveryByte(t *testing.T) {
 	}
 }
 
+// TestReadResponseAtItsSize: a filtered response is read straight into one pooled buffer of
+// its size (the first read asks for all of it: growing from 64 KiB would copy a 1 MiB Fetch
+// response's first 1.3 MiB again on the way), whole and exact, in small pieces too; one cut
+// short is an error.
+func TestReadResponseAtItsSize(t *testing.T) {
+	for _, size := range []int{1, 64<<10 + 1, 1<<20 + 5000, 9 << 20} {
+		want := make([]byte, size)
+		for j := range want {
+			want[j] = byte(j * 7)
+		}
+		src := &firstRead{r: iotest.HalfReader(bytes.NewReader(want))}
+		got, err := readResponse(src, int64(size))
+		if err != nil || !bytes.Equal(got, want) || cap(got) != FrameClass(size) || src.first != size {
+			t.Fatalf("%d bytes: %v, %d bytes read into a buffer of %d (want %d), the first read asking for %d",
+				size, err, len(got), cap(got), FrameClass(size), src.first)
+		}
+		PutFrame(got)
+		if _, err := readResponse(bytes.NewReader(want[:size-1]), int64(size)); err == nil {
+			t.Fatalf("%d bytes: a response cut short was read", size)
+		}
+	}
+}
+
+// firstRead is a reader that remembers how many bytes its first Read was asked for.
+type firstRead struct {
+	r     io.Reader
+	first int
+}
+
+func (f *firstRead) Read(p []byte) (int, error) {
+	if f.first == 0 {
+		f.first = len(p)
+	}
+	return f.r.Read(p)
+}
+
 // TestObservedResponseOverLimit: a response over the filters' limit is relayed without them when
 // they only read it (its request's state is nil: a chain learning topic ids from Metadata), and
 // closes the connection when they would change it.

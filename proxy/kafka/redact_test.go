@@ -327,8 +327,8 @@ func TestLargeFetchStillStreams(t *testing.T) {
 	}
 }
 
-// FuzzRewriteFetch feeds arbitrary bytes to the buffered Fetch rewrite: no panic, and any
-// output walks again as the same Fetch version. Seeds include huge array and tag counts and
+// FuzzRewriteFetch feeds arbitrary bytes to the buffered Fetch rewrite: no panic, any output
+// walks again as the same Fetch version, and writeFetch writes what RewriteFetch makes. Seeds include huge array and tag counts and
 // varints that overflow.
 func FuzzRewriteFetch(f *testing.F) {
 	for v := int16(16); v <= MaxVersion(kmsg.Fetch.Int16()); v++ {
@@ -341,7 +341,8 @@ func FuzzRewriteFetch(f *testing.F) {
 	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 0xff, 0xff, 0x03))  // huge tag count and size
 	f.Add(int16(16), append(append(append(slices.Clone(corr), 0), body...), 1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0))              // endpoints of 2^31 bytes
 	f.Fuzz(func(t *testing.T, version int16, frame []byte) {
-		out, _, err := RewriteFetch(nil, version, frame, testMap)
+		out, n, err := RewriteFetch(nil, version, frame, testMap)
+		checkWriteFetch(t, version, frame, out, n, err)
 		if err != nil || out == nil {
 			return
 		}
@@ -349,4 +350,28 @@ func FuzzRewriteFetch(f *testing.F) {
 			t.Fatalf("rewritten output does not walk again: %v", err)
 		}
 	})
+}
+
+// checkWriteFetch fails t unless writeFetch, given frame with its size, fails where RewriteFetch
+// did (out, n, err) and otherwise writes its output (the frame itself when out is nil) with its
+// size, counting the same rewrites.
+func checkWriteFetch(t *testing.T, version int16, frame, out []byte, n int, err error) {
+	t.Helper()
+	if version < 16 {
+		return // written as it is, unparsed
+	}
+	var w bytes.Buffer
+	wn, werr := writeFetch(&w, version, sized(slices.Clone(frame)), testMap)
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("RewriteFetch: %v; writeFetch: %v", err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if out == nil {
+		out = frame
+	}
+	if !bytes.Equal(w.Bytes(), sized(out)) || wn != n {
+		t.Fatalf("writeFetch wrote %d bytes (%d rewrites), RewriteFetch made %d (%d)", w.Len(), wn, len(out), n)
+	}
 }

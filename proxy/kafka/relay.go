@@ -632,12 +632,13 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 	if pf := r.partitionFilter(filters, p, total); pf != nil {
 		st, err := streamFilteredFetch(mover{src: src, dst: dst}, p.Version, total, r.opts.Addresses, pf)
 		r.countRewrites(p.Key, st.rewrote, st.dropped)
-		// Decryption that re-compresses shrinks a response a lot, and a streamed one is made up
-		// by padding: this connection's large Fetch responses are then filtered whole.
-		r.wholeFetches = st.padding > total/8
+		// A streamed response is made up to its announced size by padding, which costs the proxy
+		// and the client as much as records: once it is more than wholeFetchPadding of a
+		// response, this connection's large Fetch responses are filtered whole.
+		r.wholeFetches = st.padding > total/wholeFetchPadding
 		return err
 	}
-	read, err := readFrame(src, total)
+	read, err := readResponse(src, total)
 	if err != nil {
 		return err
 	}
@@ -649,8 +650,29 @@ func (r *responseRelay) filterResponse(src *bufio.Reader, dst io.Writer, p Pendi
 	if !SameBuffer(frame, read) {
 		defer PutFrame(frame) // a frame the filters built (GetFrame), no longer used once relayed
 	}
+	if p.Key == kmsg.Fetch.Int16() {
+		// Written from where it lies: through a reader and the stream's walk, the records
+		// were copied twice more (a 1 KiB connection's Fetch responses come this way).
+		n, err := writeFetch(dst, p.Version, frame, r.opts.Addresses)
+		r.countRewrites(p.Key, n, false)
+		return err
+	}
 	mv := mover{src: bufio.NewReaderSize(bytes.NewReader(frame), min(len(frame), bufSize)), dst: dst}
 	return r.relayResponse(mv, p, int64(len(frame)))
+}
+
+// readResponse reads a whole response frame of total bytes, size included, into a pooled buffer
+// of its size. Unlike a client's request (readFrame), a response answers a request the proxy
+// sent, and total has been checked against the filters' frame limit, so the buffer it would
+// grow to is taken at once: growing it as the bytes arrive copies them again at every step (for
+// a 1 MiB Fetch response, its first 1.3 MiB).
+func readResponse(src io.Reader, total int64) ([]byte, error) {
+	buf := GetFrame(int(total))[:total]
+	if _, err := io.ReadFull(src, buf); err != nil {
+		PutFrame(buf)
+		return nil, err
+	}
+	return buf, nil
 }
 
 // relayResponse relays one response frame of total bytes through mv: a large Fetch v16+
@@ -679,10 +701,20 @@ func (r *responseRelay) countRewrites(key int16, n int, dropped bool) {
 	}
 }
 
+// wholeFetchPadding: a connection whose streamed Fetch response was padded by more than
+// 1/wholeFetchPadding of its size has its large Fetch responses filtered whole. The padding is
+// sent over TLS and read by the client like records: decrypted 1 KiB records shrink responses by
+// 11-13 % (and take 12-13 % of padding), 16 KiB ones by 1 % (1.8 % with the slack, fetchSlack).
+// Whole, a response is read at its size, filtered in place and written from where it lies
+// (writeFetch), as many copies as streaming; streaming overlaps reading with filtering and holds
+// a few partitions, not the response (both within limits.maxFilteredFrameBytes). Before
+// 2026-11-26 the bound was an eighth: 1 KiB connections streamed, with 12 % of padding.
+const wholeFetchPadding = 32
+
 // partitionFilter is the filters' partition filter for the response to p, when they stream it:
 // a Fetch response as large as those streamed unfiltered (smaller ones are filtered whole, and
-// their NodeEndpoints rewritten exactly), unless the last one streamed shrank by more than an
-// eighth.
+// their NodeEndpoints rewritten exactly), unless the last one streamed was padded by more than
+// 1/wholeFetchPadding.
 func (r *responseRelay) partitionFilter(filters Filters, p Pending, total int64) PartitionFilter {
 	fs, ok := filters.(FetchStreamer)
 	if !ok || r.wholeFetches || p.Key != kmsg.Fetch.Int16() || p.State == nil || total <= FetchBufferLimit {

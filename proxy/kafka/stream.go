@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -244,35 +245,76 @@ func (s *sliceCursor) fail(err error) {
 // and goes out unchanged. Only the top-level tagged section is decoded: records are copied
 // as bytes.
 func RewriteFetch(dst []byte, version int16, frame []byte, m AddressMap) ([]byte, int, error) {
+	head, tags, n, err := rewriteFetchTags(version, frame, m)
+	if err != nil || tags == nil {
+		return nil, 0, err
+	}
+	return append(append(dst, frame[:head]...), tags...), n, nil
+}
+
+// writeFetch writes a whole Fetch response frame (size included) to dst from where it lies,
+// the NodeEndpoints of v16+ rewritten exactly as RewriteFetch does (the frame's size set to the
+// new length), and returns the number of addresses rewritten.
+func writeFetch(dst io.Writer, version int16, frame []byte, m AddressMap) (int, error) {
+	if len(frame) < 4 {
+		return 0, malformed("a Fetch response frame of %d bytes", len(frame))
+	}
+	if version < 16 {
+		_, err := dst.Write(frame)
+		return 0, err
+	}
+	head, tags, n, err := rewriteFetchTags(version, frame[4:], m)
+	if err != nil {
+		return 0, err
+	}
+	if tags == nil {
+		_, err := dst.Write(frame)
+		return 0, err
+	}
+	size := int64(head) + int64(len(tags))
+	if size > math.MaxInt32 {
+		return 0, malformed("a rewritten Fetch response of %d bytes: more than a frame can say", size)
+	}
+	binary.BigEndian.PutUint32(frame, uint32(size))
+	if _, err := dst.Write(frame[:4+head]); err != nil {
+		return 0, err
+	}
+	_, err = dst.Write(tags)
+	return n, err
+}
+
+// rewriteFetchTags finds the top-level tagged section of a Fetch v16+ response frame (the bytes
+// after the size), at head, and returns it re-encoded with its NodeEndpoints rewritten by m; nil
+// tags when it has none.
+func rewriteFetchTags(version int16, frame []byte, m AddressMap) (head int, tags []byte, n int, err error) {
 	if version < 16 || version > MaxVersion(kmsg.Fetch.Int16()) {
-		return nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(kmsg.Fetch.Int16()), version)
+		return 0, nil, 0, malformed("RewriteFetch needs Fetch v16 to v%d, got v%d", MaxVersion(kmsg.Fetch.Int16()), version)
 	}
 	c := &sliceCursor{b: frame}
 	c.advance(4) // correlation id
 	skipTagSection(c)
 	walkFetchBody(c, version)
 	if c.err != nil {
-		return nil, 0, c.err
+		return 0, nil, 0, c.err
 	}
-	tags, err := parseTags(frame[c.off:])
+	parsed, err := parseTags(frame[c.off:])
 	if err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
-	idx := slices.IndexFunc(tags, func(t tag) bool { return t.key == 0 })
+	idx := slices.IndexFunc(parsed, func(t tag) bool { return t.key == 0 })
 	if idx < 0 {
-		return nil, 0, nil
+		return c.off, nil, 0, nil
 	}
-	eps, n, err := rewriteEndpoints(tags[idx].data, m)
+	eps, n, err := rewriteEndpoints(parsed[idx].data, m)
 	if err != nil {
-		return nil, 0, err
+		return 0, nil, 0, err
 	}
-	tags[idx].data = eps
-	dst = append(dst, frame[:c.off]...)
-	dst = binary.AppendUvarint(dst, uint64(len(tags)))
-	for _, t := range tags {
-		dst = appendTag(dst, t)
+	parsed[idx].data = eps
+	tags = binary.AppendUvarint(nil, uint64(len(parsed)))
+	for _, t := range parsed {
+		tags = appendTag(tags, t)
 	}
-	return dst, n, nil
+	return c.off, tags, n, nil
 }
 
 type tag struct {
