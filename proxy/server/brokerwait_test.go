@@ -33,7 +33,7 @@ type relayRig struct {
 
 // newRelayRig starts a relay whose first request (read before the relay starts, as handle does)
 // is first.
-func newRelayRig(t *testing.T, first []byte) *relayRig {
+func newRelayRig(t testing.TB, first []byte) *relayRig {
 	t.Helper()
 	s := New(Options{})
 	proxyClient, client := tcpPair(t)
