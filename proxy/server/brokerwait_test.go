@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -230,5 +232,48 @@ func TestUnaskedBytesBeforeAResponse(t *testing.T) {
 	}
 	if _, respErr := rig.end(t); !errors.Is(respErr, kafka.ErrMalformed) {
 		t.Fatalf("the response side ended with %v, want a malformed frame", respErr)
+	}
+}
+
+// TestBrokerWaitRaces sends requests one after another, forwarded ones and ones the proxy
+// answers itself in a random mix, to a broker that answers at once: every answer must arrive,
+// in order. Without idle ends, a local answer queued as the response side starts its wait on the
+// broker is found only through the kick (a lost one hangs the test until its bound); with
+// endIfIdle called all the while, response sides end and start again between requests.
+func TestBrokerWaitRaces(t *testing.T) {
+	for name, idleEnds := range map[string]bool{"without idle ends": false, "with endIfIdle all the while": true} {
+		t.Run(name, func(t *testing.T) {
+			rig := newRelayRig(t, heartbeat(0))
+			go echoBroker(rig.broker)
+			if got := readCorr(t, rig.client, 0, "the first response"); got != 0 {
+				t.Fatalf("the client got correlation id %d, want 0", got)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			if idleEnds {
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+							rig.r.endIfIdle()
+							runtime.Gosched()
+						}
+					}
+				}()
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			for corr := int32(1); corr <= 3000; corr++ {
+				req := heartbeat(corr)
+				if rng.IntN(3) == 0 {
+					req = tooNewApiVersions(corr)
+				}
+				write(t, rig.client, req)
+				if got := readCorr(t, rig.client, 0, "a response"); got != corr {
+					t.Fatalf("the client got correlation id %d, want %d", got, corr)
+				}
+			}
+		})
 	}
 }
