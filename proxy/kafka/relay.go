@@ -509,9 +509,13 @@ type ResponseRelay struct {
 	r responseRelay
 }
 
-// NewResponseRelay is the response side of a connection from broker to client.
+// NewResponseRelay is the response side of a connection from broker to client. With a
+// splicer and no filters it reads with a small buffer (headSize), so that the bulk of a Fetch
+// response is spliced and not read. Filters read records through it (a filtered Fetch is
+// streamed partition by partition), and the request side peeks up to 64 KiB for a Produce
+// request's acks: both keep 64 KiB.
 func NewResponseRelay(broker io.Reader, client io.Writer, opts RelayOptions) *ResponseRelay {
-	rr := &ResponseRelay{r: responseRelay{in: &lazyReader{conn: broker}, out: &lazyWriter{conn: client}, opts: opts}}
+	rr := &ResponseRelay{r: responseRelay{in: &lazyReader{conn: broker, spliced: opts.Splice != nil && opts.Filters == nil}, out: &lazyWriter{conn: client}, opts: opts}}
 	rr.r.clock = responseClock{dst: rr.r.out, stats: opts.Stats}
 	return rr
 }
