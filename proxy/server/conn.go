@@ -571,8 +571,8 @@ func (r *connRelay) queued(local bool) {
 // would cost more than waking one, for a new goroutine's small stack grows again on every
 // response. Once a whole lingerPeriod passed without a request, endIfIdle wakes it and it ends,
 // unless a request was queued meanwhile: then it takes that on, for the request side started no
-// goroutine while one ran. A response side that fails closes the connection and takes requests off the queue until
-// the request side has ended, so the request side never waits for room.
+// goroutine while one ran. A response side that fails closes the connection and takes requests
+// off the queue until the request side has ended, so the request side never waits for room.
 func (r *connRelay) responses() {
 	defer r.respWG.Done()
 	for {
