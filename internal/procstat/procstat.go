@@ -46,6 +46,9 @@ func schedCPU(pid int) (time.Duration, bool) {
 	return total, true
 }
 
+// ticksPerSecond is USER_HZ on Linux: the unit of /proc/<pid>/stat's times.
+const ticksPerSecond = 100
+
 // tickCPU is the user and system CPU time from /proc/<pid>/stat, at the kernel's 10 ms ticks.
 func tickCPU(pid int) time.Duration {
 	f := statFields(pid)
@@ -54,8 +57,19 @@ func tickCPU(pid int) time.Duration {
 	}
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const ticksPerSecond = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticksPerSecond
+}
+
+// UserCPU is the part of process pid's CPU time spent in user space, from /proc/<pid>/stat at
+// the kernel's 10 ms ticks (schedstat does not split it): for phases of several seconds, where
+// what a process adds to the system calls it shares with another is in user space.
+func UserCPU(pid int) time.Duration {
+	f := statFields(pid)
+	if f == nil {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	return time.Duration(utime) * time.Second / ticksPerSecond
 }
 
 // Faults is the page faults process pid has taken (/proc/<pid>/stat): minor ones, served

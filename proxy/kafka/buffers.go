@@ -14,9 +14,17 @@ import (
 // bufSize is the size of each pooled buffer.
 const bufSize = 64 << 10
 
+// headSize is the read buffer of a side whose bulk bytes are spliced (lazyReader.spliced): a
+// bufio.Reader fills with as much as the socket holds, so a 64 KiB one reads up to 64 KiB of
+// record data with each frame's or Fetch partition's head, and that much goes through user space,
+// a copy each way, where the rest is spliced. Larger reads bypass it (bufio reads straight into
+// a caller's buffer at least its size).
+const headSize = 4 << 10
+
 var (
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
+	readers     = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bufSize) }}
+	headReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, headSize) }}
+	writers     = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufSize) }}
 )
 
 // waitSize is the small buffer an idle connection waits with: most requests and responses that
@@ -37,6 +45,8 @@ type lazyReader struct {
 	wait   []byte
 	pooled *[waitSize]byte
 	prefix []byte // bytes read into wait, not yet taken by br
+	// spliced: the bulk of what is read is spliced; br is a headSize one.
+	spliced bool
 }
 
 // Read serves the bytes read while waiting first, then conn: it is br's source.
@@ -61,17 +71,25 @@ func (l *lazyReader) buffered() int {
 // reader is the buffered reader, with a buffer from the pool if it had none.
 func (l *lazyReader) reader() *bufio.Reader {
 	if l.br == nil {
-		l.br = readers.Get().(*bufio.Reader)
+		l.br = l.pool().Get().(*bufio.Reader)
 		l.br.Reset(l)
 	}
 	return l.br
+}
+
+// pool is where the reader's buffer comes from.
+func (l *lazyReader) pool() *sync.Pool {
+	if l.spliced {
+		return &headReaders
+	}
+	return &readers
 }
 
 // release gives the buffer back if it holds no bytes.
 func (l *lazyReader) release() {
 	if l.br != nil && l.br.Buffered() == 0 {
 		l.br.Reset(nil)
-		readers.Put(l.br)
+		l.pool().Put(l.br)
 		l.br = nil
 	}
 }

@@ -104,10 +104,12 @@ type RelayOptions struct {
 	// waking up costs no second read). A TLS client's requests are decrypted whole into its
 	// tls.Conn, so reading the rest takes no system call: a few bytes do.
 	WaitSize int
-	// Queued, if set, runs after each Pending CopyRequests queues: a response side that runs
-	// only while responses are awaited (ResponseRelay) is started from it. Only CopyRequests
-	// runs it.
-	Queued func()
+	// Queued, if set, runs after each Pending CopyRequests queues, local when the Pending is an
+	// answer of the proxy's own (Pending.Local): a response side that runs only while responses
+	// are awaited (ResponseRelay) is started from it, and one that waits on the broker's socket
+	// is told that the queue holds something the broker will not answer. Only CopyRequests runs
+	// it.
+	Queued func(local bool)
 }
 
 // CopyRequests relays request frames from the client to the broker until the client's side
@@ -212,7 +214,7 @@ func (r *requestRelay) queue(p Pending) error {
 		r.pending <- p
 	}
 	if r.opts.Queued != nil {
-		r.opts.Queued()
+		r.opts.Queued(p.Local != nil)
 	}
 	return nil
 }
@@ -507,9 +509,13 @@ type ResponseRelay struct {
 	r responseRelay
 }
 
-// NewResponseRelay is the response side of a connection from broker to client.
+// NewResponseRelay is the response side of a connection from broker to client. With a
+// splicer and no filters it reads with a small buffer (headSize), so that the bulk of a Fetch
+// response is spliced and not read. Filters read records through it (a filtered Fetch is
+// streamed partition by partition), and the request side peeks up to 64 KiB for a Produce
+// request's acks: both keep 64 KiB.
 func NewResponseRelay(broker io.Reader, client io.Writer, opts RelayOptions) *ResponseRelay {
-	rr := &ResponseRelay{r: responseRelay{in: &lazyReader{conn: broker}, out: &lazyWriter{conn: client}, opts: opts}}
+	rr := &ResponseRelay{r: responseRelay{in: &lazyReader{conn: broker, spliced: opts.Splice != nil && opts.Filters == nil}, out: &lazyWriter{conn: client}, opts: opts}}
 	rr.r.clock = responseClock{dst: rr.r.out, stats: opts.Stats}
 	return rr
 }
@@ -552,6 +558,23 @@ func (rr *ResponseRelay) RelayQueued(pending <-chan Pending) (closed bool, err e
 			return false, nil
 		}
 	}
+}
+
+// WaitForBytes waits until the broker has sent bytes, holding a pooled wait buffer meanwhile,
+// which it gives back when the wait fails (a caller that interrupts the wait with a read
+// deadline may end the burst there): a caller that waits on the broker's socket before it
+// knows which Pending the bytes answer. The next Relay relays them.
+func (rr *ResponseRelay) WaitForBytes() error {
+	err := rr.r.in.waitForBytes()
+	if err != nil {
+		rr.r.in.releaseAll()
+	}
+	return err
+}
+
+// Buffered is how many bytes of the broker's have been read and not relayed yet.
+func (rr *ResponseRelay) Buffered() int {
+	return rr.r.in.buffered()
 }
 
 // responseRelay is the state CopyResponses keeps from one response to the next.

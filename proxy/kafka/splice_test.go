@@ -128,3 +128,33 @@ func TestSplicedRequestsKeepEveryByte(t *testing.T) {
 		t.Fatalf("%d requests queued for a response, want 3", n)
 	}
 }
+
+// TestSplicedResponsesReadOnlyHeads: with a splicer, the response side reads a large Fetch
+// response's heads (the response's, each partition's) with a small buffer (headSize), so all
+// but a few KiB of it is spliced. A 64 KiB buffer reads, and copies twice, up to 64 KiB of the
+// next partition's records with its head.
+func TestSplicedResponsesReadOnlyHeads(t *testing.T) {
+	const partitions = 3
+	r := sampleResponse(kmsg.Fetch.Int16(), 16).(*kmsg.FetchResponse)
+	first := r.Topics[0].Partitions[0]
+	r.Topics[0].Partitions = nil
+	for i := range partitions {
+		p := first
+		p.Partition = int32(i)
+		p.RecordBatches = randomBytes(512<<10, uint64(i))
+		r.Topics[0].Partitions = append(r.Topics[0].Partitions, p)
+	}
+	frame := sized(frameResponse(r))
+	frame[4], frame[5], frame[6], frame[7] = 0, 0, 0, 9
+	pending := make(chan Pending, 1)
+	pending <- Pending{Key: kmsg.Fetch.Int16(), Version: 16, CorrelationID: 9}
+	close(pending)
+	src, dst := bytes.NewReader(frame), &bytes.Buffer{}
+	sp := &testSplicer{src: src, dst: dst}
+	if err := CopyResponses(src, dst, pending, RelayOptions{MaxFrame: 8 << 20, Addresses: testMap, Splice: sp.splice}); err != nil {
+		t.Fatal(err)
+	}
+	if read, most := int64(len(frame))-sp.spliced, int64(waitSize+partitions*headSize); read > most {
+		t.Fatalf("%d bytes of a %d-byte response were read, not spliced; want at most %d", read, len(frame), most)
+	}
+}

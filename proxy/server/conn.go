@@ -436,7 +436,19 @@ type connRelay struct {
 	// queueMu orders endIfIdle's Wake before the request side's close of the queue.
 	queueMu     sync.Mutex
 	queueClosed bool
-	respWG      sync.WaitGroup
+	// brokerWait is where the response side waits (awaitBroker): notWaiting, waitingOnBroker,
+	// or interrupted by kick. kicks counts what was queued that the broker will not answer
+	// (Local answers, Wake, the queue's close); kicksSeen, the response side's own, is how many
+	// of them it has looked for. waitMu orders a kick's past deadline before the response
+	// side's clearing of it.
+	brokerWait atomic.Int32
+	kicks      atomic.Uint32
+	kicksSeen  uint32
+	waitMu     sync.Mutex
+	// brokerDialed is set, by the response side, once the upstream is dialed (always, but for
+	// a lazy upstream): only then does it wait on the broker's socket.
+	brokerDialed bool
+	respWG       sync.WaitGroup
 	// respErr is the error the response side failed with; read once respWG is done.
 	respErr error
 }
@@ -513,7 +525,7 @@ func (r *connRelay) requestRelay(first []byte) *kafka.RequestRelay {
 	client := &prefixReader{prefix: first, r: boundaryReader{r: r.cc, pc: r.pc}}
 	opts := r.opts
 	opts.BeforeRead = r.pc.beforeRead
-	opts.Queued = r.startResponses
+	opts.Queued = r.queued
 	opts.Splice = splicerFor(r.pc.client, r.pc.upstream, r.wt, r.cc.in, func() bool { return len(client.prefix) == 0 })
 	if _, ok := r.pc.client.(*tls.Conn); ok {
 		// An idle connection holds its wait buffer: 512 bytes, where a TLS client's next
@@ -537,11 +549,16 @@ func (r *connRelay) responseRelay() *kafka.ResponseRelay {
 	return kafka.NewResponseRelay(r.pc.upstream, newDeadlineWriter(r.cc, r.pc.client, r.wt), opts)
 }
 
-// startResponses starts the response side's goroutine unless one runs: the request side calls
-// it after queuing each request, and marks the connection active.
-func (r *connRelay) startResponses() {
+// queued is the request side's call after it queued a Pending: local when the proxy answers it
+// itself. It marks the connection active and starts the response side's goroutine unless one
+// runs; a local answer also wakes a response side that waits on the broker, which would
+// otherwise wait for a response that never comes.
+func (r *connRelay) queued(local bool) {
 	if !r.active.Load() {
 		r.active.Store(true)
+	}
+	if local {
+		r.kick()
 	}
 	if r.respRunning.CompareAndSwap(false, true) {
 		r.respWG.Add(1)
@@ -549,13 +566,13 @@ func (r *connRelay) startResponses() {
 	}
 }
 
-// responses is the response side's goroutine. Between responses it waits on the queue, as long
-// as the connection is active: starting a goroutine for each request would cost more than
-// waking one, for a new goroutine's small stack grows again on every response. Once a whole
-// lingerPeriod passed without a request, endIfIdle wakes it and it ends, unless a request was
-// queued meanwhile: then it takes that on, for the request side started no goroutine while one
-// ran. A response side that fails closes the connection and takes requests off the queue until
-// the request side has ended, so the request side never waits for room.
+// responses is the response side's goroutine. Between responses it waits, as long as the
+// connection is active, on the broker's socket (next): starting a goroutine for each request
+// would cost more than waking one, for a new goroutine's small stack grows again on every
+// response. Once a whole lingerPeriod passed without a request, endIfIdle wakes it and it ends,
+// unless a request was queued meanwhile: then it takes that on, for the request side started no
+// goroutine while one ran. A response side that fails closes the connection and takes requests
+// off the queue until the request side has ended, so the request side never waits for room.
 func (r *connRelay) responses() {
 	defer r.respWG.Done()
 	for {
@@ -590,20 +607,162 @@ func (r *connRelay) relayResponses() (ended bool, err error) {
 		(*h)("responses")
 	}
 	for {
-		if closed, err := r.resp.RelayQueued(r.pending); closed || err != nil {
-			return closed, err
+		closed, err := r.resp.RelayQueued(r.pending)
+		if err != nil {
+			return false, err
 		}
-		p, ok := <-r.pending
-		if !ok {
-			return true, nil // what was relayed is sent: RelayQueued found the queue empty
+		if closed {
+			return true, r.unasked() // every response is relayed: bytes left were not asked for
 		}
-		if kafka.IsWake(p) && !r.active.Load() {
-			return false, nil
+		p, ok, err := r.next()
+		switch {
+		case err != nil:
+			return false, err
+		case !ok:
+			return true, r.unasked() // what was relayed is sent: RelayQueued found the queue empty
+		case kafka.IsWake(p) && !r.active.Load():
+			return false, r.unaskedWhenIdle()
 		}
 		if err := r.resp.Relay(p); err != nil {
 			return false, err
 		}
 	}
+}
+
+// next is the next Pending to relay, once the queue, empty when it is called, has one; !ok once
+// it is closed. While the broker has sent nothing it waits on the broker's socket, as a plain
+// relay's goroutine does, not on the queue: the request side queues each request without waking
+// anyone, and the broker's response wakes the response side once, from the network poller. The
+// Pending it answers was queued before the request was forwarded, so it is at the head of the
+// queue by then (the receive blocks only on bytes nobody asked for, until a Wake comes).
+// Whatever else is queued (a local answer, Wake, the queue's close) interrupts that wait (kick).
+// A lazy upstream not dialed yet has nothing to wait on: it waits on the queue.
+func (r *connRelay) next() (kafka.Pending, bool, error) {
+	for r.resp.Buffered() == 0 && r.upstreamDialed() {
+		kicked, err := r.awaitBroker()
+		if err != nil {
+			return kafka.Pending{}, false, r.brokerEnded(err)
+		}
+		if kicked {
+			select {
+			case p, ok := <-r.pending:
+				return p, ok, nil
+			default: // RelayQueued took it already
+			}
+		}
+	}
+	p, ok := <-r.pending
+	return p, ok, nil
+}
+
+// upstreamDialed reports whether the broker's connection is made: a lazy upstream is dialed by
+// the first request forwarded.
+func (r *connRelay) upstreamDialed() bool {
+	if !r.brokerDialed {
+		lu, lazy := r.pc.upstream.(*lazyUpstream)
+		r.brokerDialed = !lazy || lu.dialed() != nil
+	}
+	return r.brokerDialed
+}
+
+// Where the response side waits (connRelay.brokerWait).
+const (
+	notWaiting int32 = iota
+	waitingOnBroker
+	interrupted
+)
+
+// aLongTimeAgo is a read deadline in the past: it interrupts a read at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// awaitBroker waits on the broker's socket until it has bytes, or something the broker will
+// not answer was queued: kicked, when the wait did not start for it. An interrupted wait
+// returns neither (the caller looks again and sees the kick).
+//
+// The race: the response side stores waitingOnBroker, then loads kicks; a kick adds to kicks
+// (after queuing), then loads brokerWait. Go's atomics are sequentially consistent, so one of
+// the two loads sees the other side's store: either the response side sees the kick and does
+// not wait, or the kick sees it waiting and interrupts it. Each loads after its own store, so
+// both may see each other: the response side then does not wait, and the interrupt it is sent
+// ends its next wait at once, one loop more (as does a kick that lands after the bytes came).
+// The kick's Add comes after its send, so a response side that sees the kick finds what was
+// queued (or took it already).
+func (r *connRelay) awaitBroker() (kicked bool, err error) {
+	r.brokerWait.Store(waitingOnBroker)
+	if k := r.kicks.Load(); k != r.kicksSeen {
+		r.kicksSeen = k
+		r.stopWaiting()
+		return true, nil
+	}
+	err = r.resp.WaitForBytes()
+	if r.stopWaiting() && isTimeout(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// stopWaiting ends a wait on the broker, and reports whether a kick interrupted it: then it
+// clears the deadline the kick set. waitMu makes the kick's deadline land before that.
+func (r *connRelay) stopWaiting() bool {
+	if r.brokerWait.CompareAndSwap(waitingOnBroker, notWaiting) {
+		return false
+	}
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	_ = r.pc.upstream.SetReadDeadline(time.Time{})
+	r.brokerWait.Store(notWaiting)
+	return true
+}
+
+// kick tells a response side that waits on the broker that the queue holds something the
+// broker will not answer (a local answer, Wake) or is closed: it interrupts the wait with a
+// read deadline in the past. The caller has queued it; see awaitBroker for the race.
+func (r *connRelay) kick() {
+	r.kicks.Add(1)
+	if r.brokerWait.Load() != waitingOnBroker {
+		return
+	}
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	if r.brokerWait.CompareAndSwap(waitingOnBroker, interrupted) {
+		_ = r.pc.upstream.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// isTimeout reports whether err is a read deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// errBrokerClosed is the response side's end when the broker closed the connection between
+// responses.
+var errBrokerClosed = errors.New("broker closed the connection")
+
+// brokerEnded is the error of a wait on the broker that failed.
+func (r *connRelay) brokerEnded(err error) error {
+	if errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w with %d requests in flight", errBrokerClosed, len(r.pending))
+	}
+	return err
+}
+
+// unasked is the error of a response side that ends with bytes of the broker's left over: no
+// request asked for them, and a broker sends nothing unasked.
+func (r *connRelay) unasked() error {
+	if n := r.resp.Buffered(); n > 0 {
+		return fmt.Errorf("%w: the broker sent %d bytes that answer no request", kafka.ErrMalformed, n)
+	}
+	return nil
+}
+
+// unaskedWhenIdle is unasked for a response side that ends for the connection is idle: bytes
+// left over while requests are queued answer those requests (the next goroutine relays them).
+func (r *connRelay) unaskedWhenIdle() error {
+	if len(r.pending) > 0 {
+		return nil
+	}
+	return r.unasked()
 }
 
 // lingerPeriod is how often endIfIdle runs: a connection's response side ends between one and
@@ -616,23 +775,34 @@ func (r *connRelay) endIfIdle() {
 	if !r.respRunning.Load() || r.active.Swap(false) {
 		return
 	}
-	r.queueMu.Lock()
-	defer r.queueMu.Unlock()
-	if r.queueClosed {
-		return
-	}
-	select {
-	case r.pending <- kafka.Wake:
-	default: // full: the response side is busy
+	if r.queueWake() {
+		r.kick()
 	}
 }
 
-// closeQueue closes the queue once the request side ended.
-func (r *connRelay) closeQueue() {
+// queueWake queues Wake, unless the queue is closed or full (the response side is busy).
+func (r *connRelay) queueWake() bool {
 	r.queueMu.Lock()
 	defer r.queueMu.Unlock()
+	if r.queueClosed {
+		return false
+	}
+	select {
+	case r.pending <- kafka.Wake:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeQueue closes the queue once the request side ended, and wakes a response side that
+// waits on the broker: it relays what is queued and ends.
+func (r *connRelay) closeQueue() {
+	r.queueMu.Lock()
 	r.queueClosed = true
 	close(r.pending)
+	r.queueMu.Unlock()
+	r.kick()
 }
 
 // finishResponses, once the request side ended (and closed the queue), relays the responses

@@ -13,7 +13,7 @@ import (
 )
 
 // tcpPair is both ends of one loopback TCP connection.
-func tcpPair(t *testing.T) (dialled, accepted net.Conn) {
+func tcpPair(t testing.TB) (dialled, accepted net.Conn) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
