@@ -17,17 +17,5 @@ func StreamFilteredFetch(src *bufio.Reader, dst io.Writer, version int16, total 
 func CopyResponsesWhole(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
 	rr := NewResponseRelay(broker, client, opts)
 	rr.r.wholeFetches = true
-	for { // as CopyResponses
-		closed, err := rr.RelayQueued(pending)
-		if err != nil || closed {
-			return err
-		}
-		p, ok := <-pending
-		if !ok {
-			return nil
-		}
-		if err := rr.Relay(p); err != nil {
-			return err
-		}
-	}
+	return rr.relayAll(pending)
 }

@@ -303,18 +303,7 @@ func TestCheckFetchResponse(t *testing.T) {
 type halving struct{ wantAll }
 
 func (halving) Response(_, version int16, frame []byte, _ any) ([]byte, error) {
-	r := kmsg.NewPtrFetchResponse()
-	r.SetVersion(version)
-	if err := r.ReadFrom(frame[9:]); err != nil {
-		return nil, err
-	}
-	for i := range r.Topics {
-		for j := range r.Topics[i].Partitions {
-			p := &r.Topics[i].Partitions[j]
-			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)/2]
-		}
-	}
-	return sized(frameResponse(r)), nil
+	return keepBatches(version, frame, func(n int) int { return n / 2 })
 }
 
 // TestWholeFetchWrittenExactly: a filtered Fetch response read whole (as a connection's are
@@ -382,6 +371,12 @@ type trimming struct {
 }
 
 func trimBatches(version int16, frame []byte) ([]byte, error) {
+	return keepBatches(version, frame, func(n int) int { return n * 9 / 10 })
+}
+
+// keepBatches re-frames a Fetch response frame (size included) with only the first keep(n) of
+// each partition's n record batches.
+func keepBatches(version int16, frame []byte, keep func(n int) int) ([]byte, error) {
 	r := kmsg.NewPtrFetchResponse()
 	r.SetVersion(version)
 	if err := r.ReadFrom(frame[9:]); err != nil {
@@ -390,7 +385,7 @@ func trimBatches(version int16, frame []byte) ([]byte, error) {
 	for i := range r.Topics {
 		for j := range r.Topics[i].Partitions {
 			p := &r.Topics[i].Partitions[j]
-			p.RecordBatches = p.RecordBatches[:len(p.RecordBatches)*9/10]
+			p.RecordBatches = p.RecordBatches[:keep(len(p.RecordBatches))]
 		}
 	}
 	return sized(frameResponse(r)), nil

@@ -485,7 +485,11 @@ const maxPooled = 4 << 20
 // Responses of filtered requests (Pending.Filtered) are read whole and go through the filters
 // first.
 func CopyResponses(broker io.Reader, client io.Writer, pending <-chan Pending, opts RelayOptions) error {
-	rr := NewResponseRelay(broker, client, opts)
+	return NewResponseRelay(broker, client, opts).relayAll(pending)
+}
+
+// relayAll relays the responses to every Pending until pending is closed and drained.
+func (rr *ResponseRelay) relayAll(pending <-chan Pending) error {
 	for {
 		closed, err := rr.RelayQueued(pending)
 		if err != nil || closed {
