@@ -108,7 +108,7 @@ type reconciler struct {
 	grants      *controller.OptionalInformer // ReferenceGrants, shared; see grants.go
 	strimzi     *strimziWatch
 	route       *routeWatch                  // connections that name a KafkaRoute; see route.go
-	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways; see gatewaytrust.go
+	gatewaysAPI *controller.OptionalInformer // Gateway API Gateways, shared; see gatewaytrust.go
 	stretch     *stretchWatch                // node pools and ServiceExports; see stretch.go
 	targets     *targets                     // copies in member clusters; see targets.go
 	cache       *binding.StoreCache
@@ -227,7 +227,8 @@ func (r *reconciler) watchOptional(ctx context.Context, env controller.Env, c *c
 		return err
 	}
 	r.grants.OnServed(enqueueAll)
-	if r.gatewaysAPI, err = newGatewayAPIWatch(ctx, env, enqueueAll); err != nil {
+	r.gatewaysAPI = env.Informers.GatewayAPIGateways
+	if err := watchGatewayAPI(r.gatewaysAPI, enqueueAll); err != nil {
 		return err
 	}
 	if r.stretch, err = newStretchWatch(ctx, env, r, c, enqueueAll); err != nil {

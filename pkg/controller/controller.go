@@ -23,7 +23,7 @@
 // changed object and the keys of the objects that depend on it.
 //
 // Required and optional APIs: kafkalink's own CRDs are required; the operator's readiness waits
-// for their informers. Strimzi's Kafka and KafkaUser, Gateway API's ReferenceGrant and TLSRoute
+// for their informers. Strimzi's Kafka and KafkaUser, Gateway API's ReferenceGrant, Gateway and TLSRoute
 // and OpenShift's Route are optional: each is watched through an OptionalInformer, which asks
 // discovery again with one retry policy (from OptionalRetryInitial, doubling, capped at
 // OptionalRetryMax) while the API is missing, starts its informer when the API appears and then

@@ -46,7 +46,7 @@ type Clients struct {
 }
 
 // Informers are the shared informer factories for one namespace ("" for all), and the shared
-// ReferenceGrant informer. Controllers ask for informers before Start; the operator starts them.
+// informers of optional APIs. Controllers ask for informers before Start; the operator starts them.
 // A resource has one informer per watched namespace in the whole process: controllers that read
 // the same resource ask the same factory.
 type Informers struct {
@@ -65,6 +65,12 @@ type Informers struct {
 	// v1beta2), pruned to what package strimzi parses: the binding controller reads Kafkas, the
 	// gateway controller both, through these shared informers.
 	Kafkas, KafkaNodePools *OptionalInformer
+	// GatewayAPIGateways watches Gateway API Gateways (gateway.networking.k8s.io/v1), an optional
+	// API too. Its cache holds *gatewayv1.Gateway without managedFields or status (no reader
+	// needs the status), indexed by IndexGatewayAPICertificate. The binding controller reads it
+	// for the certificates tlsroute listeners trust, the gateway controller for the TLS mode of
+	// the TLSRoutes' parents: both through this one informer.
+	GatewayAPIGateways *OptionalInformer
 }
 
 // Options are the controllers' settings: the part of the operator's options (package operator)

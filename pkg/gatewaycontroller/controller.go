@@ -79,7 +79,6 @@ var (
 	gvrPDB        = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	gvrRoute      = schema.GroupVersionResource{Group: "route.openshift.io", Version: "v1", Resource: "routes"}
 	gvrTLSRoute   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "tlsroutes"}
-	gvrGatewayAPI = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 	kindToGVR     = map[string]schema.GroupVersionResource{gateway.KindDeployment: gvrDeployment, gateway.KindConfigMap: gvrConfigMap, gateway.KindService: gvrService, gateway.KindSecret: gvrSecret, gateway.KindRoute: gvrRoute, gateway.KindTLSRoute: gvrTLSRoute, gateway.KindPodDisruptionBudget: gvrPDB}
 )
 
@@ -110,8 +109,8 @@ type Controller struct {
 
 	osRoutes  *controller.OptionalInformer
 	tlsRoutes *controller.OptionalInformer
-	// parents are Gateway API Gateways, read for the TLS mode of the listeners the parameters'
-	// parentRefs name.
+	// parents are Gateway API Gateways (shared, typed: env.Informers.GatewayAPIGateways), read
+	// for the TLS mode of the listeners the parameters' parentRefs name.
 	parents   *controller.OptionalInformer
 	grants    *controller.OptionalInformer
 	kafkas    *controller.OptionalInformer // Strimzi Kafkas, pruned (strimzi.PruneKafka)
@@ -203,8 +202,8 @@ func New(ctx context.Context, env controller.Env) (*controller.Controller, error
 	return c.ctrl, nil
 }
 
-// watchOptional watches the optional APIs (OpenShift Route, TLSRoute, ReferenceGrant, Strimzi's
-// Kafka and KafkaNodePool). Each may
+// watchOptional watches the optional APIs (OpenShift Route, TLSRoute, Gateway API Gateway,
+// ReferenceGrant, Strimzi's Kafka and KafkaNodePool). Each may
 // be missing now and installed later (see package controller): it is watched once discovery
 // shows it, and then every gateway is reconciled again.
 func (c *Controller) watchOptional(ctx context.Context, env controller.Env) error {
@@ -215,9 +214,9 @@ func (c *Controller) watchOptional(ctx context.Context, env controller.Env) erro
 	}
 	c.osRoutes = newOptional("OpenShift Route", gvrRoute)
 	c.tlsRoutes = newOptional("TLSRoute", gvrTLSRoute)
-	c.parents = newOptional("Gateway", gvrGatewayAPI)
 	// Shared with the other controllers; the operator starts them.
 	c.grants, c.kafkas, c.nodePools = env.Informers.ReferenceGrants, env.Informers.Kafkas, env.Informers.KafkaNodePools
+	c.parents = env.Informers.GatewayAPIGateways
 	for _, o := range []struct {
 		informer *controller.OptionalInformer
 		mapper   controller.MapFunc
@@ -241,7 +240,6 @@ func (c *Controller) watchOptional(ctx context.Context, env controller.Env) erro
 	}
 	c.osRoutes.Start(ctx)
 	c.tlsRoutes.Start(ctx)
-	c.parents.Start(ctx)
 	return nil
 }
 

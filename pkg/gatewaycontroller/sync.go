@@ -177,7 +177,9 @@ func (c *Controller) gather(ctx context.Context, gw *kroxyliciousv1alpha1.KafkaG
 	return s, nil
 }
 
-// gatherParents reads the Gateway API Gateways the parameters' parentRefs name from the cache.
+// gatherParents reads the Gateway API Gateways the parameters' parentRefs name from the shared
+// cache, which holds them typed (without status, which package gateway does not read); they are
+// the cache's objects, read and never modified.
 func (c *Controller) gatherParents(ns string, params *kroxyliciousv1alpha1.KafkaGatewayParameters) []*gatewayv1.Gateway {
 	store := c.parents.Indexer()
 	if params == nil || store == nil {
@@ -190,9 +192,8 @@ func (c *Controller) gatherParents(ns string, params *kroxyliciousv1alpha1.Kafka
 			pns = string(*p.Namespace)
 		}
 		obj, exists, err := store.GetByKey(pns + "/" + string(p.Name))
-		var g gatewayv1.Gateway
-		if err == nil && exists && fromUnstructured(obj, &g) == nil {
-			out = append(out, &g)
+		if g, ok := obj.(*gatewayv1.Gateway); err == nil && exists && ok {
+			out = append(out, g)
 		}
 	}
 	return out

@@ -38,11 +38,13 @@ import (
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -157,6 +159,7 @@ func commaList(dst *[]string) func(string) error {
 var (
 	gvrGrantV1beta1 = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1beta1", Resource: "referencegrants"}
 	gvrGrantV1      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "referencegrants"}
+	gvrGateway      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 )
 
 // newInformers makes the shared informers of one watched namespace ("" for all).
@@ -179,6 +182,9 @@ func newInformers(c controller.Clients, namespace string) controller.Informers {
 		KafkaNodePools: controller.NewOptionalInformer(controller.OptionalConfig{What: "Strimzi KafkaNodePool",
 			GVRs: strimzi.GVRs(strimzi.ResourceKafkaNodePools), Namespace: namespace, Dynamic: c.Dynamic, Discovery: c.Discovery,
 			Transform: strimzi.PruneKafkaNodePool}),
+		GatewayAPIGateways: controller.NewOptionalInformer(controller.OptionalConfig{What: "Gateway API Gateway",
+			GVRs: []schema.GroupVersionResource{gvrGateway}, Namespace: namespace, Dynamic: c.Dynamic, Discovery: c.Discovery,
+			Transform: typedGateway, Indexers: cache.Indexers{controller.IndexGatewayAPICertificate: controller.GatewayAPICertificates}}),
 	}
 }
 
@@ -194,6 +200,22 @@ func typedReferenceGrant(obj any) (any, error) {
 		return nil, err
 	}
 	g.ManagedFields = nil
+	return g, nil
+}
+
+// typedGateway turns a cached Gateway API Gateway into a *gatewayv1.Gateway without managedFields
+// or status: its readers (the binding and gateway controllers) read only its spec, and a Gateway's
+// status (listener and address conditions, attached route counts) is most of its size.
+func typedGateway(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	g := &gatewayv1.Gateway{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, g); err != nil {
+		return nil, err
+	}
+	g.ManagedFields, g.Status = nil, gatewayv1.GatewayStatus{}
 	return g, nil
 }
 
@@ -347,6 +369,7 @@ func (cs *controllers) startInformers(ctx context.Context) {
 		inf.ReferenceGrants.Start(ctx)
 		inf.Kafkas.Start(ctx)
 		inf.KafkaNodePools.Start(ctx)
+		inf.GatewayAPIGateways.Start(ctx)
 	}
 }
 

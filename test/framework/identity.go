@@ -56,6 +56,8 @@ func ServiceAccountUser(namespace, name string) string {
 
 // AuditEvent is one request from the audit log.
 type AuditEvent struct {
+	// AuditID is the request's: a watch's two events (ResponseStarted, ResponseComplete) share it.
+	AuditID    string `json:"auditID"`
 	Verb       string `json:"verb"`
 	Stage      string `json:"stage"`
 	RequestURI string `json:"requestURI"`
