@@ -262,11 +262,7 @@ func TestShrunkFetchesGoWhole(t *testing.T) {
 		}
 	}
 	frame := sized(frameResponse(r))
-	pending := make(chan Pending, 2)
-	for range 2 {
-		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
-	}
-	close(pending)
+	pending := filteredFetches(v, 2)
 	f := &shrinking{wantAll: wantAll{max: 8 << 20}}
 	var out bytes.Buffer
 	err := CopyResponses(bytes.NewReader(append(slices.Clone(frame), frame...)), &out, pending, RelayOptions{MaxFrame: 8 << 20, Filters: f})
@@ -322,11 +318,7 @@ func TestWholeFetchWrittenExactly(t *testing.T) {
 				}
 			}
 			frame := sized(frameResponse(sent))
-			pending := make(chan Pending, 2)
-			for range 2 {
-				pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
-			}
-			close(pending)
+			pending := filteredFetches(v, 2)
 			var out bytes.Buffer
 			stats := &countingStats{}
 			err := CopyResponsesWhole(bytes.NewReader(append(slices.Clone(frame), frame...)), &out, pending,
@@ -416,11 +408,7 @@ func TestPaddedFetchesGoWhole(t *testing.T) {
 		}
 	}
 	frame := sized(frameResponse(r))
-	pending := make(chan Pending, 3)
-	for range 3 {
-		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
-	}
-	close(pending)
+	pending := filteredFetches(v, 3)
 	f := &trimming{wantAll: wantAll{max: 8 << 20}}
 	var out bytes.Buffer
 	err := CopyResponses(bytes.NewReader(bytes.Repeat(frame, 3)), &out, pending, RelayOptions{MaxFrame: 8 << 20, Filters: f})
@@ -433,4 +421,14 @@ func TestPaddedFetchesGoWhole(t *testing.T) {
 			t.Fatalf("response %d: %d bytes of records in the last partition, want %d", i, n, 9*50<<10)
 		}
 	}
+}
+
+// filteredFetches is a closed queue of n filtered Fetch requests at version v, correlation id 7.
+func filteredFetches(v int16, n int) chan Pending {
+	pending := make(chan Pending, n)
+	for range n {
+		pending <- Pending{Key: kmsg.Fetch.Int16(), Version: v, CorrelationID: 7, Filtered: true, State: "filtered"}
+	}
+	close(pending)
+	return pending
 }
